@@ -1,0 +1,200 @@
+"""Load and validate the paper catalogue (``papers/<paper>.yaml``) and system files.
+
+Every catalogue file is checked against the harness's own minimal schema
+(``harness/schemas/catalogue-minimal.json``: what the harness relies on) and,
+when it exists, against the catalogue's schema ``papers/schema.json``; then
+cross-references (claims and published values naming variants that exist) are
+checked. Errors name the file, the JSON path and what was expected, e.g.::
+
+    papers/fastfabric.yaml: experiments[0].runnable: expected boolean, got 'yes'
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from . import REPO_ROOT
+from .errors import HarnessError, choose
+
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+SCALES = ("smoke", "local", "paper")
+
+
+@dataclass
+class Paper:
+    """One validated catalogue file: the paper's metadata and its experiments."""
+
+    id: str
+    path: Path
+    doc: dict
+    experiments: list[dict] = field(default_factory=list)
+
+    def experiment(self, experiment_id: str) -> dict:
+        """Return the experiment ``experiment_id``; unknown ids list the valid ones."""
+        by_id = {e["id"]: e for e in self.experiments}
+        return by_id[choose("experiment", experiment_id, by_id)]
+
+
+def load_yaml(path: Path) -> dict:
+    """Parse a YAML file into a mapping; a syntax error names the file and line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise HarnessError(f"{path}: no such file") from None
+    except yaml.YAMLError as e:
+        raise HarnessError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(doc, dict):
+        raise HarnessError(f"{path}: expected a mapping at the top level, got {type(doc).__name__}")
+    return doc
+
+
+def json_path(parts) -> str:
+    """Render a jsonschema path (deque of keys and indices) as ``a.b[0].c``."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """One line saying what was expected where, for a schema violation."""
+    if error.validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"expected {expected}, got {error.instance!r}"
+    if error.validator == "enum":
+        return f"expected one of {error.validator_value}, got {error.instance!r}"
+    if error.validator == "const":
+        return f"expected {error.validator_value!r}, got {error.instance!r}"
+    return error.message
+
+
+def schema_errors(doc: dict, schema: dict, file: Path) -> list[str]:
+    """Validate ``doc`` against ``schema``; return one message per violation, sorted by path."""
+    validator_cls = jsonschema.validators.validator_for(schema)
+    validator = validator_cls(schema)
+    errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    return [f"{_rel(file)}: {json_path(e.absolute_path)}: {_describe(e)}" for e in errors]
+
+
+def _rel(path: Path) -> str:
+    """``path`` relative to the repository when inside it (shorter messages)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _load_schema(path: Path) -> dict:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def reference_errors(doc: dict, file: Path) -> list[str]:
+    """Cross-reference checks a schema cannot express: ids unique, claims and published
+    values naming variants of their experiment, axes naming a swept parameter."""
+    errors = []
+    seen = set()
+    for i, exp in enumerate(doc.get("experiments") or []):
+        where = f"{_rel(file)}: experiments[{i}]"
+        if exp.get("id") in seen:
+            errors.append(f"{where}.id: duplicate experiment id {exp.get('id')!r}")
+        seen.add(exp.get("id"))
+        variants = {v.get("id") for v in exp.get("variants") or []}
+        for j, pub in enumerate(exp.get("published") or []):
+            if pub.get("variant") is not None and pub["variant"] not in variants:
+                errors.append(f"{where}.published[{j}].variant: expected one of {sorted(variants)}, got {pub['variant']!r}")
+        for j, claim in enumerate(exp.get("claims") or []):
+            for side in ("numerator", "denominator"):
+                ref = (claim.get(side) or {}).get("variant")
+                if ref is not None and ref not in variants:
+                    errors.append(f"{where}.claims[{j}].{side}.variant: expected one of {sorted(variants)}, got {ref!r}")
+            if claim.get("compare") == "ratio" and not claim.get("denominator"):
+                errors.append(f"{where}.claims[{j}].denominator: expected an object for a ratio claim")
+        sweep = ((exp.get("parameters") or {}).get("sweep")) or {}
+        x = (exp.get("axes") or {}).get("x")
+        if exp.get("runnable") and x not in (None, "variant") and x not in sweep:
+            errors.append(f"{where}.axes.x: expected 'variant' or a swept parameter {sorted(sweep)}, got {x!r}")
+    return errors
+
+
+def validate_catalogue(doc: dict, file: Path, papers_dir: Path) -> list[str]:
+    """All errors of one catalogue document (minimal schema, catalogue schema, references)."""
+    errors = schema_errors(doc, _load_schema(SCHEMAS / "catalogue-minimal.json"), file)
+    full = papers_dir / "schema.json"
+    if full.exists():
+        errors += [e for e in schema_errors(doc, _load_schema(full), file) if e not in errors]
+    if not errors:
+        errors = reference_errors(doc, file)
+    return errors
+
+
+def list_papers(papers_dir: Path | None = None) -> list[str]:
+    """Ids of the papers in the catalogue directory (file stems of ``*.yaml``)."""
+    papers_dir = papers_dir or REPO_ROOT / "papers"
+    return sorted(p.stem for p in papers_dir.glob("*.yaml"))
+
+
+def load_paper(paper_id: str, papers_dir: Path | None = None) -> Paper:
+    """Load and validate ``papers/<paper_id>.yaml``; raise HarnessError listing every problem."""
+    papers_dir = papers_dir or REPO_ROOT / "papers"
+    choose("paper", paper_id, list_papers(papers_dir))
+    path = papers_dir / f"{paper_id}.yaml"
+    doc = load_yaml(path)
+    errors = validate_catalogue(doc, path, papers_dir)
+    if errors:
+        raise HarnessError("invalid catalogue:\n  " + "\n  ".join(errors))
+    return Paper(id=paper_id, path=path, doc=doc, experiments=list(doc["experiments"]))
+
+
+def scale_of(experiment: dict, scale: str) -> dict:
+    """The experiment's settings at ``scale``; an unknown or undefined scale lists the valid ones."""
+    choose("scale", scale, SCALES)
+    scales = experiment.get("scales") or {}
+    if scale not in scales:
+        defined = ", ".join(sorted(scales)) or "(none)"
+        raise HarnessError(f"experiment {experiment['id']!r} defines no {scale!r} scale; defined scales: {defined}")
+    return dict(scales[scale])
+
+
+def list_systems(systems_dir: Path | None = None) -> list[str]:
+    """Ids of the systems that have a ``systems/<id>/system.yaml``."""
+    systems_dir = systems_dir or REPO_ROOT / "systems"
+    return sorted(p.parent.name for p in systems_dir.glob("*/system.yaml"))
+
+
+def load_system(system_id: str, systems_dir: Path | None = None) -> dict:
+    """Load and validate ``systems/<id>/system.yaml``; attach ``upstream.yaml`` when present."""
+    systems_dir = systems_dir or REPO_ROOT / "systems"
+    choose("system", system_id, list_systems(systems_dir))
+    path = systems_dir / system_id / "system.yaml"
+    doc = load_yaml(path)
+    errors = schema_errors(doc, _load_schema(SCHEMAS / "system.json"), path)
+    if errors:
+        raise HarnessError("invalid system file:\n  " + "\n  ".join(errors))
+    upstream = systems_dir / system_id / "upstream.yaml"
+    if upstream.exists():
+        doc["upstream"] = load_yaml(upstream)
+    return doc
+
+
+def validate_file(path: Path) -> list[str]:
+    """Errors of one file: a catalogue (``papers/*.yaml``) or a ``systems/*/system.yaml``."""
+    path = Path(path)
+    doc = load_yaml(path)
+    if path.name == "system.yaml":
+        return schema_errors(doc, _load_schema(SCHEMAS / "system.json"), path)
+    return validate_catalogue(doc, path, path.parent)
+
+
+def validate_all(root: Path | None = None) -> dict[str, list[str]]:
+    """Errors of every catalogue and system file under ``root``, keyed by file."""
+    root = root or REPO_ROOT
+    files = sorted((root / "papers").glob("*.yaml")) + sorted((root / "systems").glob("*/system.yaml"))
+    return {_rel(f): validate_file(f) for f in files}

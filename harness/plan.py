@@ -1,0 +1,150 @@
+"""Expand an experiment into run points: variants x sweep values x repetitions.
+
+Points are ordered repetition-major (every configuration's first repetition,
+then every second one, ...), so that a run stopped midway has measured every
+configuration as evenly as possible. A point's id names its variant, its swept
+values and its repetition, e.g. ``fastfabric__block_size=100__r0``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import REPO_ROOT, SCHEMA_VERSION
+from .catalogue import Paper, load_system, load_yaml, scale_of
+from .config import from_environment, harness_defaults, resolve
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of one configuration: what the runner deploys and measures once."""
+
+    id: str
+    variant: str
+    system: str
+    label: str
+    repetition: int
+    sweep: dict
+    parameters: dict
+    switches: dict
+
+    def to_dict(self) -> dict:
+        """The point as stored in ``points/<point>/point.json``."""
+        return {"schema_version": SCHEMA_VERSION, **asdict(self)}
+
+
+@dataclass
+class Plan:
+    """Every point of one experiment at one scale, with the resolved configuration."""
+
+    paper: str
+    experiment: dict
+    scale: str
+    repetitions: int
+    points: list[Point] = field(default_factory=list)
+    resolved: dict = field(default_factory=dict)
+
+
+def _slug(value) -> str:
+    """A file-name-safe rendering of a parameter value."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", str(value))
+
+
+def point_id(variant: str, sweep: dict, repetition: int) -> str:
+    """The id of a point: ``<variant>[__<param>=<value>...]__r<repetition>``."""
+    parts = [_slug(variant)] + [f"{_slug(k)}={_slug(v)}" for k, v in sweep.items()] + [f"r{repetition}"]
+    return "__".join(parts)
+
+
+def workload_defaults(name: str | None, workloads_dir: Path) -> dict:
+    """The ``defaults`` mapping of ``workloads/<name>/workload.yaml``, if that file exists."""
+    path = workloads_dir / str(name) / "workload.yaml"
+    return dict(load_yaml(path).get("defaults") or {}) if name and path.exists() else {}
+
+
+def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | None = None,
+              repeat: int | None = None, environ=None, root: Path | None = None) -> Plan:
+    """Resolve the experiment's configuration and expand it into points.
+
+    ``overrides`` are the command line's ``--set`` values and ``repeat`` its
+    ``--repeat``; ``environ`` defaults to the process environment. A command-line
+    or environment value for a swept parameter replaces the sweep by that value.
+    """
+    root = root or REPO_ROOT
+    overrides = dict(overrides or {})
+    settings = scale_of(experiment, scale)
+    repetitions = int(repeat or settings.pop("repetitions", 1))
+    settings.pop("repetitions", None)
+    params = experiment.get("parameters") or {}
+    sweep = dict(settings.pop("sweep", None) or params.get("sweep") or {})
+    workload = dict(experiment.get("workload") or {})
+    workload_name = workload.pop("name", None)
+
+    environment = from_environment(environ)
+    for name in list(sweep):
+        for layer in (environment, overrides):
+            if name in layer:
+                sweep[name] = [layer[name]]
+    experiment_layer = {**workload, **(params.get("fixed") or {}), **settings}
+    base, base_sources = resolve({
+        "defaults": harness_defaults(),
+        "system": workload_defaults(workload_name, root / "workloads"),
+        "experiment": experiment_layer,
+        "environment": {k: v for k, v in environment.items() if k not in sweep},
+        "cli": {k: v for k, v in overrides.items() if k not in sweep},
+    })
+    if workload_name:
+        base["workload"], base_sources["workload"] = workload_name, "experiment"
+
+    variants = {}
+    for v in experiment.get("variants") or []:
+        system = load_system(v["system"], root / "systems")
+        defaults = {k: s["default"] for k, s in system["reference"]["switches"].items()}
+        switches, sources = resolve({"system": defaults, "experiment": v.get("switches") or {}})
+        variants[v["id"]] = {"system": v["system"], "label": v.get("label", v["id"]),
+                             "switches": switches, "switch_sources": sources}
+
+    names = list(sweep)
+    points = []
+    for rep in range(repetitions):
+        for vid, v in variants.items():
+            for values in itertools.product(*(sweep[n] for n in names)):
+                swept = dict(zip(names, values))
+                points.append(Point(id=point_id(vid, swept, rep), variant=vid, system=v["system"],
+                                    label=v["label"], repetition=rep, sweep=swept,
+                                    parameters={**base, **swept}, switches=dict(v["switches"])))
+
+    resolved = {
+        "schema_version": SCHEMA_VERSION,
+        "paper": paper.id,
+        "experiment": experiment["id"],
+        "scale": scale,
+        "repetitions": repetitions,
+        "parameters": {k: {"value": base[k], "source": base_sources[k]} for k in sorted(base)},
+        "sweep": sweep,
+        "variants": {vid: {"system": v["system"], "label": v["label"],
+                           "switches": {k: {"value": v["switches"][k], "source": v["switch_sources"][k]}
+                                        for k in sorted(v["switches"])}}
+                     for vid, v in variants.items()},
+        "points": [p.id for p in points],
+    }
+    return Plan(paper=paper.id, experiment=experiment, scale=scale, repetitions=repetitions,
+                points=points, resolved=resolved)
+
+
+def point_done(run_dir: Path, point: Point) -> bool:
+    """True when ``point`` finished completely in ``run_dir`` (its summary says complete)."""
+    summary = Path(run_dir) / "points" / point.id / "summary.json"
+    if not summary.exists():
+        return False
+    with open(summary, encoding="utf-8") as f:
+        return json.load(f).get("status") == "complete"
+
+
+def pending(plan: Plan, run_dir: Path) -> list[Point]:
+    """The points of ``plan`` still to run in ``run_dir`` (all of them in a new run)."""
+    return [p for p in plan.points if not point_done(run_dir, p)]
