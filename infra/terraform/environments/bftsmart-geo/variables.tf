@@ -1,0 +1,49 @@
+variable "operator_cidrs" {
+  description = "The operator's address(es) as CIDRs, e.g. [\"203.0.113.7/32\"]; the only outside sources admitted besides the other regions' hosts."
+  type        = list(string)
+}
+
+variable "ssh_public_key_file" {
+  description = "Path of the OpenSSH public key installed on every host (one aws_key_pair per region)."
+  type        = string
+}
+
+variable "ssh_private_key_file" {
+  description = "Path of the matching private key, written into the generated inventory."
+  type        = string
+}
+
+variable "ami_ids" {
+  description = "Ubuntu 18.04 LTS AMI id per region (AMI ids differ between regions): keys us-west-2, eu-west-1, ap-southeast-2, sa-east-1, us-east-1."
+  type        = map(string)
+}
+
+variable "availability_zones" {
+  description = "Availability zone per region."
+  type        = map(string)
+  default = {
+    "us-west-2"      = "us-west-2a"
+    "eu-west-1"      = "eu-west-1a"
+    "ap-southeast-2" = "ap-southeast-2a"
+    "sa-east-1"      = "sa-east-1a"
+    "us-east-1"      = "us-east-1a"
+  }
+}
+
+variable "wheat" {
+  description = "Add WHEAT's fifth replica in Virginia (us-east-1); false gives the four-replica BFT-SMaRt layout (seed 004 line 162)."
+  type        = bool
+  default     = true
+}
+
+variable "instance_type" {
+  description = "Instance type of every host: the paper used m4.4xlarge, 16 vCPUs (seed 004 line 162)."
+  type        = string
+  default     = "m4.4xlarge"
+}
+
+variable "name" {
+  description = "Name prefix of every resource."
+  type        = string
+  default     = "repro-bftsmart-geo"
+}

@@ -1,0 +1,63 @@
+# Javaid et al. (seed 002 line 66, 70): peers on 16 vCPU / 32 GB VMs, an 8 vCPU client VM, 1 Gbps network.
+
+provider "aws" {
+  region = var.region
+
+  default_tags {
+    tags = local.tags
+  }
+}
+
+locals {
+  tags = {
+    Project = "fabric-repro"
+    Paper   = "validation-opt"
+  }
+}
+
+module "topology" {
+  source = "../../modules/topology"
+
+  roles = {
+    peer      = 4
+    orderer   = 2
+    kafka     = 4
+    zookeeper = 3
+    client    = 1
+  }
+  instance_types        = var.instance_types
+  default_instance_type = var.default_instance_type
+  default_region        = var.region
+}
+
+module "network" {
+  source = "../../modules/network"
+
+  name              = var.name
+  availability_zone = var.availability_zone
+  operator_cidrs    = var.operator_cidrs
+  tags              = local.tags
+}
+
+module "cluster" {
+  source = "../../modules/cluster"
+
+  name              = var.name
+  hosts             = module.topology.hosts_by_name
+  subnet_id         = module.network.subnet_id
+  security_group_id = module.network.security_group_id
+  ssh_public_key    = file(var.ssh_public_key_file)
+  ami_id            = var.ami_id
+  tags              = local.tags
+}
+
+module "inventory" {
+  source = "../../modules/inventory"
+
+  hosts                = module.topology.hosts
+  addresses            = module.cluster.addresses
+  ssh_user             = "ubuntu"
+  ssh_private_key_file = var.ssh_private_key_file
+  paper                = "validation-opt"
+  extra_vars           = { upstream_variant = "validation-opt" }
+}
