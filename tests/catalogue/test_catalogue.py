@@ -1,0 +1,203 @@
+"""The paper catalogue (papers/*.yaml) against its schema and the seed texts."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import checks
+from seedtext import seeds_dir
+
+FILES = checks.catalogue_files()
+DOCS = {f.stem: checks.load(f) for f in FILES}
+IDS = sorted(DOCS)
+
+
+def test_every_paper_has_a_file():
+    assert sorted(checks.PAPER_IDS) == IDS
+
+
+def test_seed_texts_are_present():
+    assert seeds_dir().is_dir(), f"seed texts not found at {seeds_dir()} (set FABRICREPRO_SEEDS)"
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_file_name_is_paper_id(name):
+    assert DOCS[name]["paper"]["id"] == name
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_validates_against_schema(name):
+    assert checks.schema_errors(DOCS[name]) == []
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_quotes_stand_on_their_line_and_sentence(name):
+    assert checks.citation_problems(DOCS[name]) == []
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_published_values_are_stated_in_their_quotes(name):
+    assert checks.value_problems(DOCS[name]) == []
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_ids_variants_switches_and_parameters_are_consistent(name):
+    assert checks.structure_problems(DOCS[name]) == []
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_ratio_claims_agree_with_published_pairs(name):
+    assert checks.ratio_consistency_problems(DOCS[name]) == []
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_every_caption_is_catalogued(name):
+    assert checks.coverage_problems(DOCS[name]) == []
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_not_runnable_has_reason(name):
+    for exp in DOCS[name]["experiments"]:
+        if not exp["runnable"]:
+            assert exp.get("not_runnable_reason", "").strip(), exp["id"]
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_runnable_have_all_scales(name):
+    for exp in DOCS[name]["experiments"]:
+        if exp["runnable"]:
+            assert {"smoke", "local", "paper"} <= set(exp["scales"]), exp["id"]
+
+
+def test_runnable_set_is_as_planned():
+    """Only what the harness can drive today is runnable; change this when a driver lands."""
+    runnable = {(n, e["id"]) for n, d in DOCS.items() for e in d["experiments"] if e["runnable"]}
+    assert runnable == {
+        ("fastfabric", "fig5-peer-block-latency"),
+        ("fastfabric", "fig6-peer-throughput"),
+        ("fastfabric", "table1-end-to-end"),
+    }
+
+
+def test_fastfabric_paper_scales_are_the_published_sizes():
+    exps = {e["id"]: e for e in DOCS["fastfabric"]["experiments"]}
+    for eid in ("fig5-peer-block-latency", "fig6-peer-throughput", "fig8-block-size"):
+        assert exps[eid]["scales"]["paper"]["transactions"] == 100_000
+        assert exps[eid]["scales"]["paper"]["repetitions"] == 1000
+    assert exps["table1-end-to-end"]["scales"]["paper"]["repetitions"] == 100
+    assert sum(exps["table1-end-to-end"]["topology"].values()) == 15
+
+
+def test_ratio_consistency_is_not_vacuous():
+    """The cross-check must actually compare some claims with published pairs."""
+    broken = copy.deepcopy(DOCS["fastfabric"])
+    table = next(e for e in broken["experiments"] if e["id"] == "table1-end-to-end")
+    next(c for c in table["claims"] if c["id"] == "e2e-speedup")["expected"] = 3.0
+    assert any("e2e-speedup" in p for p in checks.ratio_consistency_problems(broken))
+
+
+# ------------------------------------------------------------------ negatives
+def _broken(name="fastfabric"):
+    return copy.deepcopy(DOCS[name])
+
+
+def test_schema_rejects_wrong_type_and_names_the_path():
+    doc = _broken()
+    doc["experiments"][0]["runnable"] = "yes"
+    errors = checks.schema_errors(doc)
+    assert any(e.startswith("experiments/0/runnable:") for e in errors), errors
+
+
+def test_schema_rejects_string_value_and_names_the_path():
+    doc = _broken()
+    table = next(i for i, e in enumerate(doc["experiments"]) if e["id"] == "table1-end-to-end")
+    doc["experiments"][table]["published"][0]["value"] = "3,185"
+    errors = checks.schema_errors(doc)
+    assert any(e.startswith(f"experiments/{table}/published/0/value:") for e in errors), errors
+
+
+def test_schema_rejects_unknown_key():
+    doc = _broken()
+    doc["experiments"][0]["runable"] = True
+    assert any("runable" in e for e in checks.schema_errors(doc))
+
+
+def test_schema_requires_reason_when_not_runnable():
+    doc = _broken()
+    del doc["experiments"][0]["not_runnable_reason"]
+    assert any(e.startswith("experiments/0:") and "not_runnable_reason" in e for e in checks.schema_errors(doc))
+
+
+def test_schema_requires_note_when_nothing_published():
+    doc = _broken()
+    fig5 = next(e for e in doc["experiments"] if e["id"] == "fig5-peer-block-latency")
+    del fig5["published_note"]
+    assert any("published_note" in e for e in checks.schema_errors(doc))
+
+
+def test_wrong_quote_is_caught():
+    doc = _broken()
+    doc["experiments"][0]["citation"]["quote"] = "more than 50,000 transactions/s"
+    assert checks.citation_problems(doc)
+
+
+def test_wrong_line_is_caught():
+    doc = _broken()
+    doc["experiments"][0]["citation"]["seed_line"] += 1
+    assert checks.citation_problems(doc)
+
+
+def test_wrong_sentence_is_caught():
+    doc = _broken()
+    cite = doc["paper"]["hardware"]["citation"]
+    cite["sentence"] += 1
+    assert checks.citation_problems(doc)
+
+
+def test_value_not_in_quote_is_caught():
+    doc = _broken()
+    table = next(e for e in doc["experiments"] if e["id"] == "table1-end-to-end")
+    table["published"][0]["value"] = 3200
+    assert checks.value_problems(doc)
+    table["published"][0]["value"] = 3185
+    table["published"][0]["uncertainty"] = 26
+    assert checks.value_problems(doc)
+
+
+def test_expected_not_in_quote_is_caught():
+    doc = _broken()
+    table = next(e for e in doc["experiments"] if e["id"] == "table1-end-to-end")
+    table["claims"][0]["expected"] = 8.0          # quote says 6-7x
+    assert checks.value_problems(doc)
+
+
+def test_duplicate_and_dangling_ids_are_caught():
+    doc = _broken()
+    doc["experiments"][1]["id"] = doc["experiments"][0]["id"]
+    assert any("duplicate experiment ids" in p for p in checks.structure_problems(doc))
+    doc = _broken()
+    fig6 = next(e for e in doc["experiments"] if e["id"] == "fig6-peer-throughput")
+    fig6["published"][0]["variant"] = "no-such-variant"
+    assert any("unknown variant" in p for p in checks.structure_problems(doc))
+
+
+def test_undeclared_switch_is_caught():
+    doc = _broken()
+    fig4 = next(e for e in doc["experiments"] if e["id"] == "fig4-orderer-payload")
+    fig4["variants"][1]["switches"]["send_txids_only"] = True
+    assert any("undeclared switch" in p for p in checks.structure_problems(doc))
+
+
+def test_runnable_without_scales_is_caught():
+    doc = _broken()
+    fig6 = next(e for e in doc["experiments"] if e["id"] == "fig6-peer-throughput")
+    del fig6["scales"]["local"]
+    assert any("no local scale" in p for p in checks.structure_problems(doc))
+
+
+def test_uncatalogued_caption_is_caught():
+    doc = _broken()
+    doc["experiments"] = [e for e in doc["experiments"] if e["id"] != "fig3-grpc-block-transfer"]
+    assert any("line 180" in p for p in checks.coverage_problems(doc))
