@@ -97,24 +97,31 @@ def _load_schema(path: Path) -> dict:
 
 
 def reference_errors(doc: dict, file: Path) -> list[str]:
-    """Cross-reference checks a schema cannot express: ids unique, claims and published
-    values naming variants of their experiment, axes naming a swept parameter."""
+    """Cross-reference checks a schema cannot express: ids unique, claims naming variants
+    of their experiment (or of the experiment an operand names), published values naming
+    variants of their experiment, axes naming a swept parameter."""
     errors = []
     seen = set()
+    variants_of = {e.get("id"): {v.get("id") for v in e.get("variants") or []} for e in doc.get("experiments") or []}
     for i, exp in enumerate(doc.get("experiments") or []):
         where = f"{_rel(file)}: experiments[{i}]"
         if exp.get("id") in seen:
             errors.append(f"{where}.id: duplicate experiment id {exp.get('id')!r}")
         seen.add(exp.get("id"))
-        variants = {v.get("id") for v in exp.get("variants") or []}
+        variants = variants_of[exp.get("id")]
         for j, pub in enumerate(exp.get("published") or []):
             if pub.get("variant") is not None and pub["variant"] not in variants:
                 errors.append(f"{where}.published[{j}].variant: expected one of {sorted(variants)}, got {pub['variant']!r}")
         for j, claim in enumerate(exp.get("claims") or []):
             for side in ("numerator", "denominator"):
-                ref = (claim.get(side) or {}).get("variant")
-                if ref is not None and ref not in variants:
-                    errors.append(f"{where}.claims[{j}].{side}.variant: expected one of {sorted(variants)}, got {ref!r}")
+                operand = claim.get(side) or {}
+                other = operand.get("experiment", exp.get("id"))
+                if other not in variants_of:
+                    errors.append(f"{where}.claims[{j}].{side}.experiment: expected one of {sorted(variants_of)}, "
+                                  f"got {other!r}")
+                elif operand.get("variant") is not None and operand["variant"] not in variants_of[other]:
+                    errors.append(f"{where}.claims[{j}].{side}.variant: expected one of "
+                                  f"{sorted(variants_of[other])}, got {operand['variant']!r}")
             if claim.get("compare") == "ratio" and not claim.get("denominator"):
                 errors.append(f"{where}.claims[{j}].denominator: expected an object for a ratio claim")
         sweep = ((exp.get("parameters") or {}).get("sweep")) or {}

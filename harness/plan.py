@@ -18,6 +18,14 @@ from . import REPO_ROOT, SCHEMA_VERSION
 from .catalogue import Paper, load_system, load_yaml, scale_of
 from .config import from_environment, harness_defaults, resolve
 
+#: Keys of catalogue mappings that annotate a value rather than set a parameter.
+ANNOTATIONS = ("note", "citation", "citations")
+
+
+def _settings(mapping: dict | None) -> dict:
+    """``mapping`` without its annotation keys (notes and citations)."""
+    return {k: v for k, v in (mapping or {}).items() if k not in ANNOTATIONS and not k.endswith("_note")}
+
 
 @dataclass(frozen=True)
 class Point:
@@ -76,12 +84,12 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
     """
     root = root or REPO_ROOT
     overrides = dict(overrides or {})
-    settings = scale_of(experiment, scale)
-    repetitions = int(repeat or settings.pop("repetitions", 1))
-    settings.pop("repetitions", None)
+    settings = _settings(scale_of(experiment, scale))
+    scale_repetitions = settings.pop("repetitions", 1)
+    repetitions = int(repeat or scale_repetitions)
     params = experiment.get("parameters") or {}
     sweep = dict(settings.pop("sweep", None) or params.get("sweep") or {})
-    workload = dict(experiment.get("workload") or {})
+    workload = _settings(experiment.get("workload"))
     workload_name = workload.pop("name", None)
 
     environment = from_environment(environ)
@@ -89,7 +97,8 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
         for layer in (environment, overrides):
             if name in layer:
                 sweep[name] = [layer[name]]
-    experiment_layer = {**workload, **(params.get("fixed") or {}), **settings}
+    experiment_layer = {**({"workload": workload_name} if workload_name else {}), **workload,
+                        **_settings(params.get("fixed")), **settings}
     base, base_sources = resolve({
         "defaults": harness_defaults(),
         "system": workload_defaults(workload_name, root / "workloads"),
@@ -97,26 +106,17 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
         "environment": {k: v for k, v in environment.items() if k not in sweep},
         "cli": {k: v for k, v in overrides.items() if k not in sweep},
     })
-    if workload_name:
-        base["workload"], base_sources["workload"] = workload_name, "experiment"
 
-    variants = {}
+    variants, not_runnable = {}, {}
     for v in experiment.get("variants") or []:
+        if v.get("runnable") is False:
+            not_runnable[v["id"]] = v.get("not_runnable_reason") or "marked not runnable in the catalogue"
+            continue
         system = load_system(v["system"], root / "systems")
         defaults = {k: s["default"] for k, s in system["reference"]["switches"].items()}
         switches, sources = resolve({"system": defaults, "experiment": v.get("switches") or {}})
         variants[v["id"]] = {"system": v["system"], "label": v.get("label", v["id"]),
                              "switches": switches, "switch_sources": sources}
-
-    names = list(sweep)
-    points = []
-    for rep in range(repetitions):
-        for vid, v in variants.items():
-            for values in itertools.product(*(sweep[n] for n in names)):
-                swept = dict(zip(names, values))
-                points.append(Point(id=point_id(vid, swept, rep), variant=vid, system=v["system"],
-                                    label=v["label"], repetition=rep, sweep=swept,
-                                    parameters={**base, **swept}, switches=dict(v["switches"])))
 
     resolved = {
         "schema_version": SCHEMA_VERSION,
@@ -130,10 +130,33 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
                            "switches": {k: {"value": v["switches"][k], "source": v["switch_sources"][k]}
                                         for k in sorted(v["switches"])}}
                      for vid, v in variants.items()},
-        "points": [p.id for p in points],
+        "not_runnable_variants": not_runnable,
     }
+    points = expand(resolved)
+    resolved["points"] = [p.id for p in points]
     return Plan(paper=paper.id, experiment=experiment, scale=scale, repetitions=repetitions,
                 points=points, resolved=resolved)
+
+
+def expand(resolved: dict) -> list[Point]:
+    """The points of a resolved configuration (``resolved.yaml``), repetition-major.
+
+    ``--resume`` rebuilds a run's points from its stored ``resolved.yaml`` with
+    this function, so that they are the same even if the catalogue changed.
+    """
+    base = {k: v["value"] for k, v in resolved["parameters"].items()}
+    sweep = resolved["sweep"]
+    names = list(sweep)
+    points = []
+    for rep in range(resolved["repetitions"]):
+        for vid, v in resolved["variants"].items():
+            switches = {k: s["value"] for k, s in v["switches"].items()}
+            for values in itertools.product(*(sweep[n] for n in names)):
+                swept = dict(zip(names, values))
+                points.append(Point(id=point_id(vid, swept, rep), variant=vid, system=v["system"],
+                                    label=v["label"], repetition=rep, sweep=swept,
+                                    parameters={**base, **swept}, switches=switches))
+    return points
 
 
 def point_done(run_dir: Path, point: Point) -> bool:

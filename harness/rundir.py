@@ -146,17 +146,20 @@ class Run:
         write_json(self.path / "metadata.json", self.metadata)
 
     @classmethod
-    def create(cls, results: Path, paper: str, experiment: dict, resolved: dict, *,
+    def create(cls, results: Path, paper: dict, experiment: dict, resolved: dict, *,
                provider: str, build: dict, roles: dict | None = None, seed=None,
                started: datetime | None = None) -> "Run":
         """Create a new run directory and write its inputs and ``running`` metadata.
 
+        ``paper`` is the catalogue's ``paper`` mapping and ``experiment`` one of
+        its experiments; both are stored in ``experiment.yaml`` so that the run
+        can be analysed and reported without the catalogue.
         The directory name is unique: if a run of the same second and commit
         exists, a counter is appended rather than overwriting it.
         """
         started = started or utc_now()
         git = git_state()
-        parent = Path(results) / paper / experiment["id"]
+        parent = Path(results) / paper["id"] / experiment["id"]
         parent.mkdir(parents=True, exist_ok=True)
         base = run_id(started, git)
         for n in range(1000):
@@ -172,7 +175,7 @@ class Run:
         write_yaml(path / "resolved.yaml", resolved)
         run = cls(path=path, metadata={
             "schema_version": SCHEMA_VERSION,
-            "paper": paper,
+            "paper": paper["id"],
             "experiment": experiment["id"],
             "run_id": path.name,
             "status": "running",
@@ -222,6 +225,10 @@ class Run:
             raise ValueError(f"final status must be one of {STATUSES[1:]}")
         self.metadata.update(status=status, reason=reason, ended_utc=iso(utc_now()))
         self.save()
+
+    def stored(self, name: str) -> dict:
+        """A stored YAML input of the run (``experiment`` or ``resolved``)."""
+        return yaml.safe_load((self.path / f"{name}.yaml").read_text(encoding="utf-8"))
 
     def point_dir(self, point_id: str) -> Path:
         """``points/<point>/``, created on first use."""

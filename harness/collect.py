@@ -1,0 +1,94 @@
+"""Turn the raw files fetched from the hosts into the run directory's tables.
+
+After a point, the teardown playbook has fetched every host's raw CSVs into
+``points/<point>/raw/<host>/`` and its logs into ``points/<point>/logs/<host>/``.
+This module converts the CSVs (docs/interfaces.md) into parquet tables with
+units in every column name and the schema version in the parquet metadata:
+
+    blocks.csv      (peer block log, committer benchmark)  -> blocks.parquet
+    deliveries.csv  (block watcher)                        -> deliveries.parquet
+    txs.csv         (load generator)                       -> txs.parquet
+
+Each table gains a ``host`` column; rows of several hosts are concatenated.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import SCHEMA_VERSION
+from .errors import HarnessError
+
+_BLOCK_TIMES = ["received_ns", "validated_ns", "committed_ns", "vscc_ns", "mvcc_ns",
+                "block_commit_ns", "state_commit_ns", "history_commit_ns"]
+
+#: For each table: the CSV columns in order (as docs/interfaces.md fixes them)
+#: and their renames to carry units.
+TABLES = {
+    "blocks": {"columns": ["block_number", "tx_count", "valid_count", "bytes"] + _BLOCK_TIMES,
+               "rename": {"bytes": "size_bytes"}},
+    "deliveries": {"columns": ["block_number", "arrival_ns", "tx_count", "valid_count", "bytes"],
+                   "rename": {"bytes": "size_bytes"}},
+    "txs": {"columns": ["tx_id", "scheduled_ns", "submitted_ns", "acked_ns", "status"], "rename": {}},
+}
+_STRINGS = {"tx_id", "status"}
+META_VERSION = b"fabricrepro.schema_version"
+META_TABLE = b"fabricrepro.table"
+
+
+def read_csv(path: Path, table: str) -> pd.DataFrame:
+    """Read one raw CSV of ``table``, checking its header against the contract."""
+    spec = TABLES[table]
+    df = pd.read_csv(path, dtype={c: ("string" if c in _STRINGS else "int64") for c in spec["columns"]},
+                     keep_default_na=False)
+    if list(df.columns) != spec["columns"]:
+        raise HarnessError(f"{path}: header {list(df.columns)} differs from the contract {spec['columns']} "
+                           "(docs/interfaces.md)")
+    return df.rename(columns=spec["rename"])
+
+
+def write_table(df: pd.DataFrame, path: Path, table: str) -> None:
+    """Write ``df`` as parquet with the schema version and table name in its metadata."""
+    arrow = pa.Table.from_pandas(df, preserve_index=False)
+    metadata = dict(arrow.schema.metadata or {})
+    metadata.update({META_VERSION: str(SCHEMA_VERSION).encode(), META_TABLE: table.encode()})
+    pq.write_table(arrow.replace_schema_metadata(metadata), path)
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """Read a stored table, rejecting a schema version this harness does not know."""
+    metadata = pq.read_schema(path).metadata or {}
+    version = metadata.get(META_VERSION, b"").decode()
+    if version != str(SCHEMA_VERSION):
+        raise HarnessError(f"{path}: schema_version {version or 'missing'!r} is not supported "
+                           f"(this harness reads {SCHEMA_VERSION})")
+    return pq.read_table(path).to_pandas()
+
+
+def convert_point(point_dir: Path) -> list[str]:
+    """Convert the raw CSVs under ``point_dir/raw/<host>/`` into ``point_dir/<table>.parquet``.
+
+    Returns the names of the tables written.
+    """
+    point_dir = Path(point_dir)
+    written = []
+    for table in TABLES:
+        frames = []
+        for csv in sorted(point_dir.glob(f"raw/*/{table}.csv")):
+            df = read_csv(csv, table)
+            df.insert(0, "host", csv.parent.name)
+            frames.append(df)
+        if frames:
+            write_table(pd.concat(frames, ignore_index=True), point_dir / f"{table}.parquet", table)
+            written.append(table)
+    return written
+
+
+def load_point(point_dir: Path) -> dict[str, pd.DataFrame]:
+    """Every stored table of a point, by name."""
+    return {t: read_table(Path(point_dir) / f"{t}.parquet") for t in TABLES
+            if (Path(point_dir) / f"{t}.parquet").exists()}

@@ -1,0 +1,164 @@
+"""Every number the harness reports, computed from raw tables by one pure function each.
+
+Raw tables (see docs/results-format.md):
+
+* ``blocks``: one row per block committed by the peer (or the committer benchmark):
+  ``block_number, tx_count, valid_count, size_bytes, received_ns, validated_ns,
+  committed_ns, vscc_ns, mvcc_ns, block_commit_ns, state_commit_ns, history_commit_ns``.
+* ``deliveries``: one row per block delivered to the block watcher:
+  ``block_number, arrival_ns, tx_count, valid_count, size_bytes``.
+* ``txs``: one row per transaction of the load generator:
+  ``tx_id, scheduled_ns, submitted_ns, acked_ns, status``.
+
+Blocks without transactions (the genesis and other config blocks) are left out
+of every block metric. Only valid transactions count as throughput. ``METRICS``
+names each metric with its unit; ``analyze`` computes every metric whose tables
+a point has.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+
+NS_PER_S = 1e9
+NS_PER_MS = 1e6
+
+
+def data_blocks(blocks: pd.DataFrame) -> pd.DataFrame:
+    """Blocks that carry transactions, in block-number order."""
+    return blocks[blocks["tx_count"] > 0].sort_values("block_number").reset_index(drop=True)
+
+
+def commit_throughput_tps(blocks: pd.DataFrame, time_column: str = "committed_ns") -> float:
+    """FastFabric's throughput: block size over the time between consecutive committed blocks.
+
+    The paper (Sec. IV-D) measures "the time between committed blocks on the
+    peer and take[s] the mean over a single run". With blocks 0..n in commit
+    order this is the valid transactions of blocks 1..n over the time from the
+    commit of block 0 to that of block n (equal to the mean valid block size
+    over the mean inter-block time). The first block only opens the interval.
+    Returns NaN with fewer than two blocks.
+    """
+    b = data_blocks(blocks)
+    if len(b) < 2:
+        return math.nan
+    span_ns = b[time_column].iloc[-1] - b[time_column].iloc[0]
+    if span_ns <= 0:
+        return math.nan
+    return float(b["valid_count"].iloc[1:].sum() / (span_ns / NS_PER_S))
+
+
+def block_latency_ms(blocks: pd.DataFrame) -> pd.Series:
+    """Per-block peer latency: from the block entering the committer to its commit (ms)."""
+    b = data_blocks(blocks)
+    return (b["committed_ns"] - b["received_ns"]) / NS_PER_MS
+
+
+def mean_block_latency_ms(blocks: pd.DataFrame) -> float:
+    """Mean of ``block_latency_ms`` over the run (FastFabric Fig. 5); NaN without blocks."""
+    lat = block_latency_ms(blocks)
+    return float(lat.mean()) if len(lat) else math.nan
+
+
+def valid_fraction(blocks: pd.DataFrame) -> float:
+    """Share of the transactions in data blocks that were valid."""
+    b = data_blocks(blocks)
+    total = b["tx_count"].sum()
+    return float(b["valid_count"].sum() / total) if total else math.nan
+
+
+def tx_commit_times(txs: pd.DataFrame, deliveries: pd.DataFrame) -> pd.DataFrame:
+    """Match each acknowledged transaction to the block that carried it.
+
+    The block watcher's records carry no transaction ids, so transactions are
+    matched by position: acknowledged transactions in acknowledgement order fill
+    the delivered data blocks in block order, ``tx_count`` at a time. This holds
+    for one load generator whose envelopes the orderer acknowledges in the order
+    it orders them (the end-to-end setup of FastFabric). Returns the
+    acknowledged transactions with a ``commit_ns`` column (the block's arrival
+    at the watcher); transactions beyond the delivered blocks are dropped.
+    """
+    acked = txs[txs["status"] == "SUCCESS"].sort_values(["acked_ns", "tx_id"]).reset_index(drop=True)
+    blocks = data_blocks(deliveries)
+    commit = blocks["arrival_ns"].repeat(blocks["tx_count"].astype(int)).reset_index(drop=True)
+    n = min(len(acked), len(commit))
+    out = acked.iloc[:n].copy()
+    out["commit_ns"] = commit.iloc[:n].to_numpy()
+    return out
+
+
+def tx_latency_ms(txs: pd.DataFrame, deliveries: pd.DataFrame) -> pd.Series:
+    """Per-transaction end-to-end latency (ms): from its scheduled send time to its commit.
+
+    Measured from the schedule, not the actual send, so that time spent queued
+    behind a slow system is counted (no coordinated omission).
+    """
+    t = tx_commit_times(txs, deliveries)
+    return (t["commit_ns"] - t["scheduled_ns"]) / NS_PER_MS
+
+
+def percentile(values: pd.Series, q: float) -> float:
+    """The ``q``-th percentile (0-100, linear interpolation); NaN for no values."""
+    return float(values.quantile(q / 100)) if len(values) else math.nan
+
+
+def loadgen_lag_ms(txs: pd.DataFrame) -> pd.Series:
+    """Per-transaction lag of the load generator behind its schedule (ms): submitted - scheduled."""
+    return (txs["submitted_ns"] - txs["scheduled_ns"]) / NS_PER_MS
+
+
+def orderer_throughput_tps(txs: pd.DataFrame) -> float:
+    """Transactions the orderer acknowledged with SUCCESS per second, from the first send to the last ack."""
+    ok = txs[txs["status"] == "SUCCESS"]
+    if len(ok) < 1:
+        return math.nan
+    span_ns = ok["acked_ns"].max() - txs["submitted_ns"].min()
+    return float(len(ok) / (span_ns / NS_PER_S)) if span_ns > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named scalar over a point's raw tables."""
+
+    name: str
+    unit: str
+    tables: tuple[str, ...]
+    compute: Callable[..., float]
+    description: str
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("throughput_tps", "tx/s", ("blocks",), lambda blocks: commit_throughput_tps(blocks),
+           "valid tx per second committed by the peer, from inter-block commit times (FastFabric)"),
+    Metric("delivery_throughput_tps", "tx/s", ("deliveries",),
+           lambda deliveries: commit_throughput_tps(deliveries, "arrival_ns"),
+           "valid tx per second delivered to the block watcher, from inter-block arrival times"),
+    Metric("block_latency_ms", "ms", ("blocks",), mean_block_latency_ms,
+           "mean per-block time from entering the committer to commit"),
+    Metric("valid_fraction", "1", ("blocks",), valid_fraction, "share of valid transactions"),
+    Metric("tx_latency_p50_ms", "ms", ("txs", "deliveries"),
+           lambda txs, deliveries: percentile(tx_latency_ms(txs, deliveries), 50),
+           "median scheduled-to-commit transaction latency"),
+    Metric("tx_latency_p99_ms", "ms", ("txs", "deliveries"),
+           lambda txs, deliveries: percentile(tx_latency_ms(txs, deliveries), 99),
+           "99th percentile scheduled-to-commit transaction latency"),
+    Metric("loadgen_max_lag_ms", "ms", ("txs",), lambda txs: float(loadgen_lag_ms(txs).max()),
+           "largest lag of the load generator behind its schedule"),
+    Metric("loadgen_p99_lag_ms", "ms", ("txs",), lambda txs: percentile(loadgen_lag_ms(txs), 99),
+           "99th percentile lag of the load generator behind its schedule"),
+    Metric("orderer_throughput_tps", "tx/s", ("txs",), orderer_throughput_tps,
+           "transactions acknowledged by the orderer per second"),
+)}
+
+
+def compute_all(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """Every metric of ``METRICS`` whose tables are present and non-empty, by name."""
+    out = {}
+    for m in METRICS.values():
+        if all(t in tables and len(tables[t]) for t in m.tables):
+            out[m.name] = m.compute(*(tables[t] for t in m.tables))
+    return out

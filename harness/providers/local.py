@@ -1,0 +1,27 @@
+"""The local provider: every role as processes on this machine, on loopback ports."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .. import REPO_ROOT
+from .base import Provider
+
+
+class LocalProvider(Provider):
+    """All roles on ``localhost`` with ``ansible_connection=local``."""
+
+    name = "local"
+
+    def __init__(self, work_root: Path | None = None, bin_dir: Path | None = None):
+        self.work_root = Path(work_root or REPO_ROOT / "build" / "work")
+        self.bin_dir = Path(bin_dir or REPO_ROOT / "bin")
+
+    def hosts(self, roles: list[str]) -> dict[str, list[str]]:
+        return {role: ["localhost"] for role in roles}
+
+    def host_vars(self, host: str) -> dict:
+        return {"ansible_connection": "local", "ansible_host": "127.0.0.1",
+                "ansible_python_interpreter": sys.executable,
+                "fabricrepro_work_root": str(self.work_root), "fabricrepro_bin_dir": str(self.bin_dir)}

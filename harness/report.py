@@ -1,0 +1,294 @@
+"""Render a paper's report (Markdown and self-contained HTML) from stored runs only.
+
+For every experiment of the paper's catalogue the report shows the latest
+stored run (``results/<paper>/<experiment>/latest``): a figure drawn like the
+paper's (same axes and series) with the measured mean and standard deviation
+over repetitions and the published values beside them, a table of the same
+numbers, and a verdict per claim. Experiments that cannot run yet are listed
+with their reason. Rendering the same stored runs twice gives byte-identical
+files: nothing depends on the time of rendering, dictionaries are sorted and
+PNGs are written without software or time metadata.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .analyze import analyze_run  # noqa: E402
+from .catalogue import load_paper  # noqa: E402
+from .metrics import METRICS  # noqa: E402
+from .rundir import latest_run  # noqa: E402
+
+FIGURE_RC = {"svg.hashsalt": "fabricrepro", "figure.dpi": 100, "savefig.dpi": 100, "font.size": 9}
+
+
+def fmt(value) -> str:
+    """A number for a table: thousands without decimals, small values to 3 significant digits."""
+    if value is None:
+        return "–"
+    if isinstance(value, (int, float)) and abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _params_text(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
+
+
+def _published_for(experiment: dict, metric: str | None) -> list[dict]:
+    """Published values of the experiment's metric (entries naming no metric count as the experiment's)."""
+    return [p for p in experiment.get("published") or []
+            if p.get("value") is not None and p.get("metric") in (None, metric)]
+
+
+def _matches(params: dict | None, sweep: dict) -> bool:
+    return all(sweep.get(k) == v for k, v in (params or {}).items() if k in sweep)
+
+
+def draw_figure(experiment: dict, summary: dict | None) -> bytes | None:
+    """The experiment's figure as PNG bytes, or None when there is nothing to draw."""
+    metric = experiment.get("metric")
+    groups = (summary or {}).get("groups") or []
+    published = _published_for(experiment, metric)
+    if not any((g["metrics"].get(metric) or {}).get("n") for g in groups) and not published:
+        return None
+    axes = experiment.get("axes") or {}
+    x = axes.get("x") or "variant"
+    variants = [v["id"] for v in experiment.get("variants") or []]
+    labels = {v["id"]: v.get("label", v["id"]) for v in experiment.get("variants") or []}
+    unit = METRICS[metric].unit if metric in METRICS else ""
+    with plt.rc_context(FIGURE_RC):
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        if x == "variant":
+            _draw_bars(ax, variants, labels, groups, published, metric)
+        else:
+            _draw_lines(ax, x, variants, labels, groups, published, metric)
+            if axes.get("x_scale") == "log":
+                ax.set_xscale("log")
+        ax.set_xlabel(axes.get("x_label") or x)
+        ax.set_ylabel(axes.get("y_label") or f"{metric} ({unit})")
+        ax.set_title(f"{experiment.get('ref', experiment['id'])}: {experiment['title']}", fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", metadata={"Software": None})
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def _draw_bars(ax, variants, labels, groups, published, metric):
+    """One bar per configuration (measured mean ± sd) and a hollow diamond per published value."""
+    ticks, names = [], []
+    measured_label, published_label = "measured (mean ± sd)", "published"
+    for i, vid in enumerate(variants):
+        stats = next(((g["metrics"].get(metric) or {}) for g in groups if g["variant"] == vid), {})
+        if stats.get("mean") is not None:
+            ax.bar(i, stats["mean"], yerr=stats["std"] or None, width=0.5, color="C0", alpha=0.8,
+                   capsize=4, label=measured_label)
+            measured_label = None
+        for p in (p for p in published if p.get("variant") == vid):
+            ax.errorbar(i + 0.3, p["value"], yerr=p.get("uncertainty"), fmt="D", mfc="none", color="black",
+                        capsize=3, label=published_label)
+            published_label = None
+        ticks.append(i)
+        names.append(labels[vid])
+    ax.set_xticks(ticks, names, rotation=15 if len(names) > 3 else 0)
+
+
+def _draw_lines(ax, x, variants, labels, groups, published, metric):
+    """One measured series per variant over the swept ``x``, with published values as hollow diamonds."""
+    for i, vid in enumerate(variants):
+        rows = sorted(((g["sweep"].get(x), g["metrics"].get(metric) or {}) for g in groups
+                       if g["variant"] == vid and x in g["sweep"]), key=lambda r: r[0])
+        rows = [(xv, s) for xv, s in rows if s.get("mean") is not None]
+        if rows:
+            ax.errorbar([r[0] for r in rows], [r[1]["mean"] for r in rows], yerr=[r[1]["std"] for r in rows],
+                        marker="o", color=f"C{i}", capsize=3, label=f"{labels[vid]} (measured)")
+        pub = sorted(((p.get("params") or {}).get(x), p) for p in published if p.get("variant") == vid
+                     and (p.get("params") or {}).get(x) is not None)
+        if pub:
+            ax.errorbar([r[0] for r in pub], [r[1]["value"] for r in pub],
+                        yerr=[r[1].get("uncertainty") or 0 for r in pub], fmt="D", mfc="none", color=f"C{i}",
+                        capsize=3, label=f"{labels[vid]} (published)")
+
+
+def caption(run_meta: dict, summary: dict, resolved: dict) -> str:
+    """Build, provider, cores, scale and repetitions of the run behind a figure."""
+    build = run_meta.get("build") or {}
+    host = run_meta.get("host") or {}
+    pts = summary["points"]
+    return (f"Build: {build.get('kind')} ({str(build.get('source'))[:7]}); provider: {run_meta.get('provider')}; "
+            f"{host.get('cores')} cores ({host.get('cpu_model')}); scale: {run_meta.get('scale')}; "
+            f"run {run_meta['run_id']} ({run_meta['status']}), {pts['complete']} of {pts['total']} points "
+            f"complete, {resolved.get('repetitions')} repetition(s) per configuration. Measured values: mean ± "
+            f"standard deviation over repetitions; hollow diamonds: published values.")
+
+
+def _measured_table(experiment: dict, summary: dict) -> tuple[list[str], list[list[str]]]:
+    metric = experiment.get("metric")
+    labels = {v["id"]: v.get("label", v["id"]) for v in experiment.get("variants") or []}
+    published = _published_for(experiment, metric)
+    rows, used = [], set()
+    for g in summary["groups"]:
+        s = g["metrics"].get(metric) or {}
+        pubs = [(i, p) for i, p in enumerate(published) if p.get("variant") == g["variant"]
+                and _matches(p.get("params"), g["sweep"])]
+        used.update(i for i, _ in pubs)
+        pub_text = "; ".join(_published_text(p) for _, p in pubs) or "–"
+        rows.append([labels.get(g["variant"], g["variant"]), _params_text(g["sweep"]) or "–",
+                     f"{fmt(s.get('mean'))} ± {fmt(s.get('std'))} (n={s.get('n', 0)})", pub_text])
+    for i, p in enumerate(published):
+        if i not in used:
+            rows.append([labels.get(p.get("variant"), str(p.get("variant"))), _params_text(p.get("params")) or "–",
+                         "not measured", _published_text(p)])
+    return ["configuration", "parameters", f"{metric} measured", "published"], rows
+
+
+def _published_text(p: dict) -> str:
+    bound = {"lower": "> ", "upper": "< "}.get(p.get("bound"), "")
+    unc = f" ± {fmt(p['uncertainty'])}" if p.get("uncertainty") is not None else ""
+    return f"{bound}{fmt(p['value'])}{unc} {p.get('unit') or ''} ({p.get('citation') or 'no citation'})".replace("  ", " ")
+
+
+def _claims_rows(claims: list[dict], experiment_id: str | None = None) -> list[list[str]]:
+    return [([experiment_id] if experiment_id else []) +
+            [c.get("statement") or c["id"], f"{c['compare']} {fmt(c['expected'])}", fmt(c.get("measured")),
+             f"**{c['verdict']}**", c.get("reason") or ""] for c in claims]
+
+
+CLAIM_HEADERS = ["claim", "expected", "measured", "verdict", "reason"]
+
+
+def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tuple], list[dict], bytes | None]:
+    """The report blocks of one experiment with a stored run, its claim verdicts and its figure."""
+    summary = analyze_run(run)
+    stored = run.stored("experiment")["experiment"]
+    resolved = run.stored("resolved")
+    blocks = [("h2", f"{stored.get('ref', stored['id'])}: {stored['title']}"),
+              ("p", f"Experiment `{stored['id']}`, driver `{stored.get('driver')}`, run `{run.path.name}` "
+                    f"(status {run.metadata['status']}"
+                    + (f": {run.metadata['reason']}" if run.metadata.get("reason") else "") + ").")]
+    png = draw_figure(stored, summary)
+    cap = caption(run.metadata, summary, resolved)
+    if png:
+        blocks.append(("img", figure_name, png, cap))
+    else:
+        blocks.append(("p", f"No measured data to draw. {cap}"))
+    headers, rows = _measured_table(stored, summary)
+    if rows:
+        blocks.append(("table", headers, rows))
+    if summary["claims"]:
+        blocks.append(("table", CLAIM_HEADERS, _claims_rows(summary["claims"])))
+    return blocks, summary["claims"], png
+
+
+def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path | None = None) -> Path:
+    """Render ``reports/<paper>/report.md`` and ``report.html`` (and each run's own section); return the dir."""
+    paper = load_paper(paper_id, papers_dir)
+    info = paper.doc["paper"]
+    out = Path(reports) / paper_id
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    body, all_claims, not_runnable, not_run = [], [], [], []
+    for experiment in paper.experiments:
+        run = latest_run(results, paper_id, experiment["id"])
+        if run is None:
+            if experiment.get("runnable"):
+                not_run.append([experiment["id"], experiment["title"]])
+            else:
+                not_runnable.append([experiment["id"], experiment["title"],
+                                     experiment.get("not_runnable_reason") or "not runnable"])
+            continue
+        figure = f"figures/{experiment['id']}.png"
+        blocks, claims, png = experiment_blocks(experiment, run, figure)
+        body += blocks
+        all_claims += [[experiment["id"]] + r for r in _claims_rows(claims)]
+        if png:
+            (out / figure).write_bytes(png)
+            (run.path / "figures").mkdir(exist_ok=True)
+            (run.path / figure).write_bytes(png)
+        (run.path / "report.md").write_text(to_markdown(blocks), encoding="utf-8")
+
+    head = [("h1", f"{info['title']}"),
+            ("p", ", ".join(info.get("authors") or []) + (f". {info['venue']}." if info.get("venue") else "")),
+            ("p", "Measured by this repository's harness from the stored runs named in each section; "
+                  "published values are quoted from the paper with their place in it.")]
+    if all_claims:
+        head += [("h2", "Claims"), ("table", ["experiment"] + CLAIM_HEADERS, all_claims)]
+    tail = []
+    if not_run:
+        tail += [("h2", "Not run yet"), ("table", ["experiment", "title"], not_run)]
+    if not_runnable:
+        tail += [("h2", "Not runnable yet"), ("table", ["experiment", "title", "reason"], not_runnable)]
+    blocks = head + body + tail
+    (out / "report.md").write_text(to_markdown(blocks), encoding="utf-8")
+    (out / "report.html").write_text(to_html(blocks, info["title"]), encoding="utf-8")
+    return out
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(blocks: list[tuple]) -> str:
+    """Render report blocks as Markdown (figures referenced by relative path)."""
+    lines = []
+    for block in blocks:
+        kind = block[0]
+        if kind == "h1":
+            lines += [f"# {block[1]}", ""]
+        elif kind == "h2":
+            lines += [f"## {block[1]}", ""]
+        elif kind == "p":
+            lines += [block[1], ""]
+        elif kind == "img":
+            lines += [f"![{block[1]}]({block[1]})", "", f"*{block[3]}*", ""]
+        elif kind == "table":
+            headers, rows = block[1], block[2]
+            lines.append("| " + " | ".join(_cell(h) for h in headers) + " |")
+            lines.append("|" + "---|" * len(headers))
+            lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _inline(text: str) -> str:
+    """HTML of a text with Markdown's ``code`` and **bold** spans."""
+    import re
+    out = html.escape(str(text))
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
+
+
+def to_html(blocks: list[tuple], title: str) -> str:
+    """Render report blocks as one self-contained HTML page (figures inlined as base64 PNG)."""
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>{html.escape(title)}</title>",
+             "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;"
+             "text-align:left}figure{margin:1em 0}figcaption{font-size:.9em;color:#444}</style>",
+             "</head><body>"]
+    for block in blocks:
+        kind = block[0]
+        if kind in ("h1", "h2"):
+            parts.append(f"<{kind}>{_inline(block[1])}</{kind}>")
+        elif kind == "p":
+            parts.append(f"<p>{_inline(block[1])}</p>")
+        elif kind == "img":
+            data = base64.b64encode(block[2]).decode()
+            parts.append(f"<figure><img alt=\"{html.escape(block[1])}\" src=\"data:image/png;base64,{data}\">"
+                         f"<figcaption>{_inline(block[3])}</figcaption></figure>")
+        elif kind == "table":
+            parts.append("<table><tr>" + "".join(f"<th>{_inline(h)}</th>" for h in block[1]) + "</tr>")
+            parts += ["<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in block[2]]
+            parts.append("</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

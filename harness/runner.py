@@ -1,0 +1,105 @@
+"""Drive one point: deploy its components, run the workload, tear down by PID, collect.
+
+Drivers (the catalogue's ``driver`` field):
+
+* ``committer-bench``: FastFabric's peer experiment. The ``crypto`` role makes
+  identities and the genesis block; ``committerbench`` pre-generates blocks and
+  feeds them to the committer, writing the per-block CSV.
+* ``end-to-end``: ``crypto``, then ``orderer`` and ``peer`` started and ready,
+  ``blockwatch`` started on the peer, ``loadgen`` pre-endorses and sends every
+  transaction; the playbook waits for the watcher to see the last block.
+
+Whatever happens (failure, timeout, Ctrl-C), ``teardown.yml`` stops every
+process by its PID file and fetches logs and raw files into the point's
+directory, and the point gets a ``summary.json`` saying how it ended.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+from . import analyze
+from .collect import convert_point
+from .deploy import run_playbook
+from .errors import HarnessError, Interrupted
+from .plan import Point
+from .rundir import Run, write_json
+
+#: Per driver: the playbook, the roles it deploys (in start order) and the commands it needs.
+DRIVERS = {
+    "committer-bench": {"playbook": "committer-bench.yml", "roles": ["crypto", "committerbench"],
+                        "binaries": ["cryptogen", "configtxgen", "committerbench"]},
+    "end-to-end": {"playbook": "end-to-end.yml", "roles": ["crypto", "orderer", "peer", "blockwatch", "loadgen"],
+                   "binaries": ["cryptogen", "configtxgen", "orderer", "peer", "blockwatch", "loadgen"]},
+}
+
+
+def _param(point: Point, name: str):
+    try:
+        return point.parameters[name]
+    except KeyError:
+        raise HarnessError(f"point {point.id}: parameter {name!r} is not set by the experiment, "
+                           "its scale, the workload or the harness defaults") from None
+
+
+def role_variables(driver: str, point: Point) -> dict:
+    """The role variables (docs in each role's defaults/main.yml) that a point's parameters set."""
+    transactions = int(_param(point, "transactions"))
+    block_size = int(_param(point, "block_size"))
+    blocks = math.ceil(transactions / block_size)
+    timeout = int(_param(point, "point_timeout_s"))
+    common = {"crypto_batch_size": block_size, "crypto_batch_timeout_ms": int(_param(point, "batch_timeout_ms"))}
+    if driver == "committer-bench":
+        return {**common, "committerbench_blocks": blocks, "committerbench_block_size": block_size,
+                "committerbench_timeout_s": timeout}
+    return {**common,
+            "loadgen_transactions": transactions, "loadgen_rate_tps": _param(point, "rate_tps"),
+            "loadgen_payload_bytes": int(_param(point, "payload_bytes")),
+            "loadgen_streams": int(_param(point, "loadgen_streams")), "loadgen_timeout_s": timeout,
+            "blockwatch_stop_after": blocks, "blockwatch_timeout_s": timeout}
+
+
+def run_point(run: Run, point: Point, driver: str, inventory: Path, controller_work_root: Path,
+              bin_dir: Path) -> dict:
+    """Run one point to its end and return its summary (status complete, failed or interrupted).
+
+    Re-raises ``Interrupted`` after the teardown so that the whole run stops.
+    """
+    spec = DRIVERS[driver]
+    point_dir = run.point_dir(point.id)
+    write_json(point_dir / "point.json", point.to_dict())
+    work = f"{run.metadata['paper']}/{run.metadata['experiment']}/{run.id}/{point.id}"
+    variables = {
+        "fabricrepro_point": point.id,
+        "fabricrepro_point_path": work,
+        "fabricrepro_point_dir": str(point_dir),
+        "fabricrepro_controller_dir": str(Path(controller_work_root) / work),
+        "fabricrepro_controller_bin_dir": str(bin_dir),
+        "fabricrepro_switches": point.switches,
+        "fabricrepro_stop_order": list(reversed(spec["roles"])),
+        **role_variables(driver, point),
+    }
+    logs = point_dir / "logs"
+    started = time.monotonic()
+    status, reason, log, interrupted = "complete", None, None, None
+    try:
+        run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log",
+                     timeout=float(point.parameters["point_timeout_s"]) + 60)
+    except HarnessError as e:
+        status, reason, log = "failed", str(e.args[0]), e.log
+    except Interrupted as e:
+        status, reason, interrupted = "interrupted", str(e), e
+    finally:
+        try:
+            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log", timeout=300)
+        except HarnessError as e:
+            if status == "complete":
+                status, reason, log = "failed", f"teardown: {e.args[0]}", e.log
+        convert_point(point_dir)
+    extra = {"duration_s": round(time.monotonic() - started, 3), "log": log}
+    summary = analyze.point_summary(point_dir, point.to_dict(), status, reason, extra)
+    if interrupted:
+        raise interrupted
+    return summary

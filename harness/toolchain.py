@@ -1,0 +1,131 @@
+"""Install, build and test the project: what ``invoke setup``, ``build`` and ``test`` do.
+
+``setup`` is idempotent: it installs only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+from . import REPO_ROOT
+from .errors import HarnessError
+from .tools import ensure_go_bin_on_path, require_tool
+
+APT_PACKAGES = ["protobuf-compiler", "libprotobuf-dev", "prometheus", "prometheus-node-exporter",
+                "openssh-server", "iproute2", "nodejs", "npm"]
+GO_TOOLS = {"protoc-gen-go": "google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11",
+            "protoc-gen-go-grpc": "google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1"}
+
+
+def sh(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in the repository, echoing it; raise HarnessError if it fails."""
+    print("$ " + " ".join(cmd), flush=True)
+    result = subprocess.run(cmd, cwd=REPO_ROOT, check=False, **kwargs)
+    if result.returncode != 0:
+        raise HarnessError(f"command failed (exit {result.returncode}): {' '.join(cmd)}")
+    return result
+
+
+def missing_apt_packages(packages=APT_PACKAGES) -> list[str]:
+    """The packages of ``packages`` that dpkg does not report as installed."""
+    missing = []
+    for pkg in packages:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True, check=False)
+        if "install ok installed" not in out.stdout:
+            missing.append(pkg)
+    return missing
+
+
+def setup() -> None:
+    """Install apt packages, Python requirements and Go tools that are missing, then build."""
+    missing = missing_apt_packages()
+    if missing:
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        sh(sudo + ["apt-get", "update"])
+        sh(sudo + ["apt-get", "install", "-y", "--no-install-recommends"] + missing,
+           env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    sh([sys.executable, "-m", "pip", "install", "-q", "-r", "requirements.txt"])
+    require_tool("go")
+    ensure_go_bin_on_path()
+    for tool, module in GO_TOOLS.items():
+        if not shutil.which(tool):
+            sh(["go", "install", module])
+    build()
+
+
+def build() -> None:
+    """Generate the Fabric protobuf code and build every command into ``bin/``."""
+    ensure_go_bin_on_path()
+    require_tool("go")
+    sh(["bash", "internal/protos/generate.sh"])
+    if any((REPO_ROOT / "cmd").glob("*/*.go")):
+        sh(["go", "build", "-o", "bin/", "./cmd/..."])
+    else:
+        print("no commands under cmd/ yet: nothing to build into bin/")
+
+
+def go_test_counts(json_lines: str) -> tuple[int, int]:
+    """Passed and failed test counts from ``go test -json`` output (tests and subtests)."""
+    passed = failed = 0
+    for line in json_lines.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if event.get("Test"):
+            passed += event.get("Action") == "pass"
+            failed += event.get("Action") == "fail"
+        elif event.get("Action") == "fail":
+            failed += 1  # a package that failed to build or failed outside any test
+    return passed, failed
+
+
+def pytest_counts(junit_xml: str) -> tuple[int, int]:
+    """Passed and failed counts from a pytest JUnit XML report (errors count as failures)."""
+    root = ET.fromstring(junit_xml)
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    total = sum(int(s.get("tests", 0)) for s in suites)
+    failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+    skipped = sum(int(s.get("skipped", 0)) for s in suites)
+    return total - failed - skipped, failed
+
+
+def test() -> int:
+    """``go vet``, ``go test ./...`` and pytest over ``tests/``; print ``N passed, N failed``.
+
+    Returns the number of failures (a failing ``go vet`` counts as one).
+    """
+    ensure_go_bin_on_path()
+    passed = failed = 0
+    build_dir = REPO_ROOT / "build"
+    build_dir.mkdir(exist_ok=True)
+    print("$ go vet ./...", flush=True)
+    if subprocess.run(["go", "vet", "./..."], cwd=REPO_ROOT, check=False).returncode != 0:
+        failed += 1
+    print("$ go test -json ./...", flush=True)
+    go = subprocess.run(["go", "test", "-json", "./..."], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    for line in go.stdout.splitlines():
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("Action") == "output" and re.match(r"^(---|FAIL|ok|PASS)", event.get("Output", "")):
+            print(event["Output"], end="")
+    sys.stderr.write(go.stderr)
+    p, f = go_test_counts(go.stdout)
+    passed, failed = passed + p, failed + max(f, int(go.returncode != 0))
+    junit = build_dir / "pytest.xml"
+    junit.unlink(missing_ok=True)
+    print("$ pytest tests/", flush=True)
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/", f"--junitxml={junit}"], cwd=REPO_ROOT,
+                   check=False)
+    if junit.exists():
+        p, f = pytest_counts(junit.read_text(encoding="utf-8"))
+        passed, failed = passed + p, failed + f
+    else:
+        failed += 1
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return failed

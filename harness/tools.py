@@ -1,0 +1,52 @@
+"""Check for the tools a phase needs, and say which ``invoke`` command provides a missing one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import REPO_ROOT
+from .errors import HarnessError
+
+#: Which command installs each external tool.
+INSTALLED_BY = {
+    "ansible-playbook": "invoke setup",
+    "go": "invoke setup (needs Go itself: https://go.dev/dl)",
+    "protoc": "invoke setup",
+    "protoc-gen-go": "invoke setup",
+    "protoc-gen-go-grpc": "invoke setup",
+    "npm": "invoke setup",
+}
+
+
+def go_bin_dir() -> Path | None:
+    """``$(go env GOPATH)/bin``, where ``go install`` puts tools; None without Go."""
+    if not shutil.which("go"):
+        return None
+    gopath = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True, check=False).stdout.strip()
+    return Path(gopath) / "bin" if gopath else None
+
+
+def ensure_go_bin_on_path() -> None:
+    """Put the Go tools directory on this process's PATH (children inherit it)."""
+    gobin = go_bin_dir()
+    if gobin and str(gobin) not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + str(gobin)
+
+
+def require_tool(name: str) -> str:
+    """The path of ``name`` on PATH, or an error saying which command installs it."""
+    path = shutil.which(name)
+    if not path:
+        raise HarnessError(f"{name} not found on PATH", hint=f"run `{INSTALLED_BY.get(name, 'invoke setup')}`")
+    return path
+
+
+def require_binaries(names, bin_dir: Path | None = None) -> None:
+    """Fail unless every project command in ``names`` is built in ``bin/``."""
+    bin_dir = bin_dir or REPO_ROOT / "bin"
+    missing = [n for n in names if not os.access(bin_dir / n, os.X_OK)]
+    if missing:
+        raise HarnessError(f"not built: {', '.join('bin/' + n for n in missing)}", hint="run `invoke build`")
