@@ -125,6 +125,17 @@ def value_problems(doc: dict) -> list[str]:
     return out
 
 
+def location_problems(doc: dict) -> list[str]:
+    """Every published value and claim says which figure, table or passage it belongs to."""
+    out = []
+    for i, exp in enumerate(doc["experiments"]):
+        for kind in ("published", "claims"):
+            for j, item in enumerate(exp.get(kind, [])):
+                if not item["citation"].get("location", "").strip():
+                    out.append(f"experiments/{i}/{kind}/{j} ({item['id']}): citation has no location")
+    return out
+
+
 def _ids(items: list[dict]) -> list[str]:
     return [x["id"] for x in items]
 

@@ -43,6 +43,17 @@ def test_published_values_are_stated_in_their_quotes(name):
 
 
 @pytest.mark.parametrize("name", IDS)
+def test_published_and_claims_name_their_figure_or_table(name):
+    assert checks.location_problems(DOCS[name]) == []
+
+
+def test_missing_location_is_caught():
+    doc = _broken()
+    del doc["experiments"][0]["published"][0]["citation"]["location"]
+    assert checks.location_problems(doc)
+
+
+@pytest.mark.parametrize("name", IDS)
 def test_ids_variants_switches_and_parameters_are_consistent(name):
     assert checks.structure_problems(DOCS[name]) == []
 
