@@ -97,11 +97,11 @@ type FileStore struct {
 	opts Options
 	idx  *leveldb.DB
 
-	mu     sync.RWMutex
+	mu       sync.RWMutex
 	cp       checkpoint
 	lastHash []byte // header hash of the last block, to check chaining
 	f        *os.File
-	notify chan struct{} // closed and replaced on every append
+	notify   chan struct{} // closed and replaced on every append
 }
 
 var _ BlockStore = (*FileStore)(nil)
@@ -427,4 +427,3 @@ func (s *FileStore) Close() error {
 	}
 	return err
 }
-

@@ -132,7 +132,6 @@ func TestRecoverIndexFromFiles(t *testing.T) {
 	}
 }
 
-
 func TestWaitForHeight(t *testing.T) {
 	s, err := Open(t.TempDir(), Options{Sync: false})
 	if err != nil {
