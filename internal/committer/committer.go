@@ -56,7 +56,11 @@ type Deps struct {
 	History         HistoryDB                 // (d) history; nil disables it
 	Metrics         *Metrics                  // nil: no metrics
 	BlockLog        *BlockLog                 // nil: no CSV
-	Logf            func(format string, args ...any)
+	// StateLock, if set, is held from the start of MVCC until the state is
+	// committed (Fabric 1.2's txmgr commitRWLock); the endorser holds its
+	// read side while simulating, so it never sees half a block.
+	StateLock sync.Locker
+	Logf      func(format string, args ...any)
 }
 
 // Stats is what the committer measured for one block.
@@ -205,6 +209,17 @@ func (c *Committer) Commit(block *cb.Block) (*Stats, error) {
 
 	// (c) MVCC, sequentially in block order ("state_validation").
 	t := time.Now()
+	if c.deps.StateLock != nil {
+		c.deps.StateLock.Lock()
+	}
+	unlocked := false
+	unlock := func() {
+		if c.deps.StateLock != nil && !unlocked {
+			unlocked = true
+			c.deps.StateLock.Unlock()
+		}
+	}
+	defer unlock()
 	batch, err := c.deps.MVCC.ValidateAndPrepare(block, filter)
 	if err != nil {
 		return nil, fmt.Errorf("committer: MVCC block [%d]: %w", num, err)
@@ -225,6 +240,7 @@ func (c *Committer) Commit(block *cb.Block) (*Stats, error) {
 		return nil, fmt.Errorf("committer: state commit block [%d]: %w", num, err)
 	}
 	st.StateCommit = time.Since(t)
+	unlock()
 	if c.deps.History != nil {
 		t = time.Now()
 		if err := c.deps.History.Commit(num, historyWrites(block, filter)); err != nil {

@@ -3,6 +3,7 @@ package committer
 import (
 	"errors"
 	"path/filepath"
+	"sync"
 
 	"fabricrepro/internal/channelconfig"
 	"fabricrepro/internal/ledger/blkstorage"
@@ -27,6 +28,9 @@ type LedgerOptions struct {
 	Metrics  *Metrics
 	BlockLog *BlockLog
 	Logf     func(format string, args ...any)
+	// StateLock is taken by the committer around MVCC and the state commit
+	// (see Deps.StateLock).
+	StateLock sync.Locker
 	// NoSync skips fsync on block, state and history writes (tests only;
 	// Fabric syncs).
 	NoSync bool
@@ -59,7 +63,7 @@ func OpenLedger(dir string, cfg Config, bundle *channelconfig.Bundle, genesis *c
 	val := validation.NewTxValidator(validation.Config{ChannelID: cfg.ChannelID, MSPs: bundle.MSPs,
 		ApplicationMSPs: bundle.ApplicationMSPs, State: l.State, Ledger: l.Store, Workers: cfg.VSCCWorkers, Logf: o.Logf})
 	l.Committer, err = New(cfg, Deps{BlockValidation: bundle.BlockValidation, Validator: val, MVCC: &validation.MVCC{DB: l.State},
-		Store: l.Store, State: l.State, History: l.History, Metrics: o.Metrics, BlockLog: o.BlockLog, Logf: o.Logf})
+		Store: l.Store, State: l.State, History: l.History, Metrics: o.Metrics, BlockLog: o.BlockLog, Logf: o.Logf, StateLock: o.StateLock})
 	if err != nil {
 		l.Close()
 		return nil, err

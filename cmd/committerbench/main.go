@@ -1,0 +1,372 @@
+// Command committerbench is FastFabric's peer experiment on the reference
+// committer: it pre-generates blocks of endorsed, client-signed
+// money-transfer transactions and orderer-signed blocks, then times feeding
+// them straight into the committer (block verification, validation with
+// VSCC, MVCC, block/state/history commit), discarding its output. It writes
+// the peer's per-block CSV (docs/interfaces.md) and prints one JSON summary.
+//
+// The money-transfer chaincode's definition (policy OR('Org1MSP.member')) is
+// written directly into the fresh state database at height 0:0 instead of
+// through a deploy transaction, and the accounts are pre-loaded there too,
+// so that every measured block holds only transfers. Transfers in a block
+// use disjoint account pairs and read the versions the previous block wrote,
+// so all of them are valid, as in the paper's experiment.
+//
+//	committerbench --config bench.yaml --out blocks.csv
+//	committerbench --ecdsa-verify-rate
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"fabricrepro/internal/channelconfig"
+	"fabricrepro/internal/committer"
+	"fabricrepro/internal/committer/txgen"
+	"fabricrepro/internal/config"
+	"fabricrepro/internal/crypto"
+	"fabricrepro/internal/ledger/statedb"
+	"fabricrepro/internal/policy"
+	cb "fabricrepro/internal/protos/common"
+	"fabricrepro/internal/protos/ledger/rwset/kvrwset"
+	"fabricrepro/internal/protoutil"
+	moneytransfer "fabricrepro/workloads/money-transfer"
+)
+
+// Config is bench.yaml.
+type Config struct {
+	// Blocks is the number of measured blocks.
+	Blocks int `yaml:"blocks"`
+	// BlockSize is the number of transfers per block.
+	BlockSize int `yaml:"blockSize"`
+	// PayloadBytes pads each transfer (in its arguments and in the written
+	// destination account, as the money-transfer chaincode does).
+	PayloadBytes int `yaml:"payloadBytes"`
+	// VSCCWorkers is the committer's validation pool (0 = GOMAXPROCS).
+	VSCCWorkers int `yaml:"vsccWorkers"`
+	// CryptoDir, if set, is an existing cryptogen directory to use; else
+	// crypto material is generated in a temporary directory.
+	CryptoDir string `yaml:"cryptoDir"`
+	// DataDir, if set, holds the ledger (it must not contain one); else a
+	// temporary directory that is removed afterwards.
+	DataDir string `yaml:"dataDir"`
+	// Sync fsyncs block, state and history writes as Fabric does.
+	Sync bool `yaml:"sync"`
+	// Quiet suppresses the per-block log lines.
+	Quiet bool `yaml:"quiet"`
+}
+
+// Defaults: FastFabric's peer experiment (100-transaction blocks, 2.9 KB).
+var Defaults = Config{Blocks: 50, BlockSize: 100, PayloadBytes: 2900, Sync: true}
+
+// Summary is the JSON line printed at the end.
+type Summary struct {
+	Blocks       int     `json:"blocks"`
+	Txs          int     `json:"txs"`
+	Valid        int     `json:"valid"`
+	DurationNs   int64   `json:"duration_ns"`
+	TPS          float64 `json:"tps"`
+	MeanBlockTPS float64 `json:"mean_block_tps"`
+	MeanTxBytes  int     `json:"mean_tx_bytes"`
+	VSCCWorkers  int     `json:"vscc_workers"`
+	GOMAXPROCS   int     `json:"gomaxprocs"`
+	GenerateNs   int64   `json:"generate_ns"`
+	VSCCShare    float64 `json:"vscc_share"`
+}
+
+func main() {
+	cfgPath := flag.String("config", "", "bench.yaml (optional; defaults: 50 blocks of 100 transfers, 2.9 KB)")
+	out := flag.String("out", "blocks.csv", "per-block CSV output")
+	ecdsaRate := flag.Bool("ecdsa-verify-rate", false, "measure ECDSA-P256 verifications per second and exit")
+	dur := flag.Duration("ecdsa-duration", 2*time.Second, "measuring time per ECDSA run")
+	flag.Parse()
+	if *ecdsaRate {
+		if err := verifyRate(*dur); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	cfg := Defaults
+	if *cfgPath != "" {
+		if err := config.Load(*cfgPath, &cfg); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	if cfg.Blocks < 1 || cfg.BlockSize < 1 || cfg.PayloadBytes < 0 {
+		fmt.Fprintln(os.Stderr, "committerbench: blocks and blockSize must be positive, payloadBytes non-negative")
+		os.Exit(2)
+	}
+	s, err := run(cfg, *out)
+	if err != nil {
+		log.Fatal("committerbench: ", err)
+	}
+	json.NewEncoder(os.Stdout).Encode(s)
+}
+
+func run(cfg Config, out string) (*Summary, error) {
+	tmp, err := os.MkdirTemp("", "committerbench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	var net *txgen.Network
+	if cfg.CryptoDir == "" {
+		net, err = txgen.NewNetwork(filepath.Join(tmp, "crypto"), "mychannel", 1)
+	} else {
+		net, err = loadNetwork(cfg.CryptoDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	dataDir := cfg.DataDir
+	if dataDir == "" {
+		dataDir = filepath.Join(tmp, "ledger")
+	}
+	csv, err := os.Create(out)
+	if err != nil {
+		return nil, err
+	}
+	defer csv.Close()
+	blockLog := committer.NewBlockLog(csv)
+	logf := log.Printf
+	if cfg.Quiet {
+		logf = func(string, ...any) {}
+	}
+	l, err := committer.OpenLedger(dataDir, committer.Config{ChannelID: net.Channel, VSCCWorkers: cfg.VSCCWorkers}, net.Bundle, net.Genesis,
+		committer.LedgerOptions{BlockLog: blockLog, Logf: logf, NoSync: !cfg.Sync})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	if l.Store.Height() != 1 {
+		return nil, fmt.Errorf("data directory %s already holds a ledger", dataDir)
+	}
+
+	// Deploy and accounts at height 0:0 (see the package comment).
+	if err := txgen.Deploy(l.State, moneytransfer.Name, "1.0", policy.SignedByAnyMember("Org1MSP")); err != nil {
+		return nil, err
+	}
+	nAcct := 2 * cfg.BlockSize
+	const initial = 1_000_000
+	pre := &statedb.UpdateBatch{}
+	for i := 0; i < nAcct; i++ {
+		pre.Put(moneytransfer.Name, moneytransfer.AccountName(i), moneytransfer.Account{Balance: initial}.Encode(), statedb.Height{})
+	}
+	if err := l.State.ApplyUpdates(pre, statedb.Height{}); err != nil {
+		return nil, err
+	}
+
+	genStart := time.Now()
+	blocks, txBytes, err := generate(cfg, net, l.Store.LastBlockHash())
+	if err != nil {
+		return nil, err
+	}
+	genNs := time.Since(genStart).Nanoseconds()
+	log.Printf("committerbench: generated %d blocks of %d transfers in %s; committing", cfg.Blocks, cfg.BlockSize, time.Duration(genNs))
+
+	s := &Summary{Blocks: cfg.Blocks, GOMAXPROCS: runtime.GOMAXPROCS(0), GenerateNs: genNs, VSCCWorkers: cfg.VSCCWorkers}
+	if s.VSCCWorkers == 0 {
+		s.VSCCWorkers = runtime.NumCPU()
+	}
+	var first, last int64
+	var prevCommit int64
+	var blockTPS float64
+	var vscc, total time.Duration
+	for i, b := range blocks {
+		st, err := l.Committer.Commit(b)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			first = st.ReceivedNs
+		} else {
+			// FastFabric's throughput: block size over the time between
+			// consecutive committed blocks.
+			blockTPS += float64(st.TxCount) / (float64(st.CommittedNs-prevCommit) / 1e9)
+		}
+		prevCommit, last = st.CommittedNs, st.CommittedNs
+		s.Txs += st.TxCount
+		s.Valid += st.ValidCount
+		vscc += st.VSCC
+		total += time.Duration(st.CommittedNs - st.ReceivedNs)
+	}
+	s.DurationNs = last - first
+	s.TPS = float64(s.Txs) / (float64(s.DurationNs) / 1e9)
+	if len(blocks) > 1 {
+		s.MeanBlockTPS = blockTPS / float64(len(blocks)-1)
+	}
+	s.MeanTxBytes = txBytes / s.Txs
+	s.VSCCShare = float64(vscc) / float64(total)
+	return s, nil
+}
+
+// loadNetwork reads a cryptogen directory and builds the channel from it.
+func loadNetwork(dir string) (*txgen.Network, error) {
+	orgs, err := channelconfig.OrgsFromCryptoDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	gen, err := channelconfig.GenesisBlock("mychannel", orgs, channelconfig.DefaultBatch)
+	if err != nil {
+		return nil, err
+	}
+	return txgen.LoadNetwork(dir, gen)
+}
+
+// generate builds the blocks in parallel: transfer j of block k moves 1
+// from account 2j to 2j+1 (or back, on odd blocks), reading the versions
+// block k-1 wrote.
+func generate(cfg Config, net *txgen.Network, prevHash []byte) ([]*cb.Block, int, error) {
+	padding := make([]byte, cfg.PayloadBytes)
+	for i := range padding {
+		padding[i] = byte('a' + i%26)
+	}
+	envs := make([][][]byte, cfg.Blocks)
+	for k := range envs {
+		envs[k] = make([][]byte, cfg.BlockSize)
+	}
+	var firstErr atomic.Value
+	var bytes atomic.Int64
+	var wg sync.WaitGroup
+	work := make(chan [2]int, 256)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for kj := range work {
+				raw, err := transfer(cfg, net, kj[0], kj[1], padding)
+				if err != nil {
+					firstErr.Store(err)
+					continue
+				}
+				envs[kj[0]][kj[1]] = raw
+				bytes.Add(int64(len(raw)))
+			}
+		}()
+	}
+	for k := 0; k < cfg.Blocks; k++ {
+		for j := 0; j < cfg.BlockSize; j++ {
+			work <- [2]int{k, j}
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return nil, 0, err
+	}
+	blocks := make([]*cb.Block, cfg.Blocks)
+	for k := range blocks {
+		b, err := net.Block(uint64(k+1), prevHash, envs[k])
+		if err != nil {
+			return nil, 0, err
+		}
+		blocks[k] = b
+		prevHash = protoutil.BlockHeaderHash(b.Header)
+	}
+	return blocks, int(bytes.Load()), nil
+}
+
+func transfer(cfg Config, net *txgen.Network, k, j int, padding []byte) ([]byte, error) {
+	a, b := moneytransfer.AccountName(2*j), moneytransfer.AccountName(2*j+1)
+	from, to := a, b
+	if k%2 == 1 {
+		from, to = b, a
+	}
+	// Even blocks move 1 from a to b, odd blocks move it back.
+	const initial = 1_000_000
+	srcBal, dstBal := int64(initial-1), int64(initial+1)
+	if k%2 == 1 {
+		srcBal, dstBal = initial, initial
+	}
+	// Version of both keys: written by the previous block's transfer j, or
+	// the pre-load at 0:0.
+	v := &statedb.Height{}
+	if k > 0 {
+		v = &statedb.Height{BlockNum: uint64(k), TxNum: uint64(j)}
+	}
+	srcMemo := []byte(nil)
+	if k > 0 {
+		srcMemo = padding // the source received the padding as destination last block
+	}
+	results := txgen.Results(txgen.NsRW{Namespace: moneytransfer.Name,
+		Reads: []*kvrwset.KVRead{txgen.Read(from, v), txgen.Read(to, v)},
+		Writes: []*kvrwset.KVWrite{
+			txgen.Write(from, moneytransfer.Account{Balance: srcBal, Memo: srcMemo}.Encode()),
+			txgen.Write(to, moneytransfer.Account{Balance: dstBal, Memo: padding}.Encode()),
+		}})
+	env, _, err := txgen.Endorse(net.Channel, txgen.Tx{Chaincode: moneytransfer.Name, Version: "1.0",
+		Args:    moneytransfer.TransferArgs(from, to, 1, padding),
+		Results: results, Client: net.Client, Endorsers: []protoutil.Signer{net.Peer}})
+	if err != nil {
+		return nil, err
+	}
+	return protoutil.MarshalOrPanic(env), nil
+}
+
+// verifyRate prints ECDSA-P256 verifications per second with one goroutine
+// and with GOMAXPROCS goroutines: the bound signature checking puts on a
+// committer (each transaction costs at least two: creator and endorser).
+func verifyRate(d time.Duration) error {
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		return err
+	}
+	msg := make([]byte, 3000) // about one transaction payload; SHA-256 included
+	sig, err := crypto.Sign(key, msg)
+	if err != nil {
+		return err
+	}
+	measure := func(g int) (float64, error) {
+		var n atomic.Int64
+		var bad atomic.Bool
+		deadline := time.Now().Add(d)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := 0; i < g; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					if crypto.Verify(&key.PublicKey, msg, sig) != nil {
+						bad.Store(true)
+						return
+					}
+					n.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if bad.Load() {
+			return 0, fmt.Errorf("verification failed")
+		}
+		return float64(n.Load()) / time.Since(start).Seconds(), nil
+	}
+	one, err := measure(1)
+	if err != nil {
+		return err
+	}
+	g := runtime.GOMAXPROCS(0)
+	all, err := measure(g)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(map[string]any{
+		"ecdsa_p256_verify_per_s_1_goroutine": round(one),
+		"ecdsa_p256_verify_per_s_all":         round(all),
+		"goroutines":                          g,
+		"ecdsa_p256_verify_per_s_per_core":    round(all / float64(g)),
+		"message_bytes":                       len(msg),
+	})
+}
+
+func round(f float64) float64 { v, _ := strconv.ParseFloat(fmt.Sprintf("%.0f", f), 64); return v }
