@@ -9,8 +9,8 @@ import (
 	"fabricrepro/internal/orderer/blockcutter"
 	"fabricrepro/internal/orderer/ledger"
 	"fabricrepro/internal/orderer/metrics"
-	"fabricrepro/internal/protoutil"
 	cb "fabricrepro/internal/protos/common"
+	"fabricrepro/internal/protoutil"
 )
 
 // blockWriter creates, signs and appends blocks as Fabric 1.2's

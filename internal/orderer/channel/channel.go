@@ -16,8 +16,8 @@ import (
 	"fabricrepro/internal/orderer/ledger"
 	"fabricrepro/internal/orderer/metrics"
 	"fabricrepro/internal/policy"
-	"fabricrepro/internal/protoutil"
 	cb "fabricrepro/internal/protos/common"
+	"fabricrepro/internal/protoutil"
 )
 
 // Classification says how broadcast must process a message (Fabric's
@@ -112,7 +112,9 @@ func (s *Support) BatchTimeout() time.Duration { return s.bundle.Batch.Timeout }
 func (s *Support) BlockCutter() *blockcutter.Receiver { return s.cutter }
 
 // CreateNextBlock implements consensus.Support.
-func (s *Support) CreateNextBlock(batch []*cb.Envelope) *cb.Block { return s.writer.CreateNextBlock(batch) }
+func (s *Support) CreateNextBlock(batch []*cb.Envelope) *cb.Block {
+	return s.writer.CreateNextBlock(batch)
+}
 
 // WriteBlock implements consensus.Support.
 func (s *Support) WriteBlock(block *cb.Block, reason blockcutter.CutReason) {

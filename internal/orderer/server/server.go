@@ -27,9 +27,9 @@ import (
 	"fabricrepro/internal/orderer/deliver"
 	"fabricrepro/internal/orderer/ledger"
 	"fabricrepro/internal/orderer/metrics"
-	"fabricrepro/internal/protoutil"
 	cb "fabricrepro/internal/protos/common"
 	ab "fabricrepro/internal/protos/orderer"
+	"fabricrepro/internal/protoutil"
 )
 
 // ReadyLine is logged once the orderer accepts requests; the harness waits
