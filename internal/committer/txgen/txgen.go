@@ -38,6 +38,11 @@ type Network struct {
 // NewNetwork generates crypto material in dir (which must not exist yet)
 // for peerOrgs organizations and builds the channel's genesis block.
 func NewNetwork(dir, channel string, peerOrgs int) (*Network, error) {
+	return NewNetworkBatch(dir, channel, peerOrgs, channelconfig.DefaultBatch)
+}
+
+// NewNetworkBatch is NewNetwork with the orderer's batch parameters.
+func NewNetworkBatch(dir, channel string, peerOrgs int, batch channelconfig.Batch) (*Network, error) {
 	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: peerOrgs, Peers: 1, Clients: 1}); err != nil {
 		return nil, err
 	}
@@ -45,7 +50,6 @@ func NewNetwork(dir, channel string, peerOrgs int) (*Network, error) {
 	if err != nil {
 		return nil, err
 	}
-	batch := channelconfig.DefaultBatch
 	gen, err := channelconfig.GenesisBlock(channel, orgs, batch)
 	if err != nil {
 		return nil, err
