@@ -18,7 +18,7 @@ from .plan import Plan, expand, make_plan, pending
 from .progress import Progress
 from .providers import PROVIDERS, get_provider
 from .report import render_paper
-from .rundir import Run, write_json
+from .rundir import Run, git_state, write_json
 from .runner import DRIVERS, run_point
 from .tools import require_binaries, require_tool
 
@@ -49,7 +49,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress) -> None:
         summary = run_point(run, point, driver, inventory, provider.work_root, provider.bin_dir)
         metric = experiment.get("metric")
         value = summary["metrics"].get(metric)
-        detail = f"{metric} = {value}" if value is not None else (summary.get("reason") or "")
+        detail = summary.get("reason") or (f"{metric} = {value}" if value is not None else "")
         progress.finish(point.id, summary["status"], detail, log=summary.get("log"))
         failed += summary["status"] != "complete"
     if failed:
@@ -60,17 +60,19 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress) -> None:
 
 def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smoke", provider: str = "local",
               repeat: int | None = None, resume: str | None = None, overrides: dict | None = None,
-              results: Path = RESULTS, reports: Path = REPORTS, stream=None) -> list[Run]:
+              results: Path = RESULTS, reports: Path = REPORTS, stream=None,
+              provider_options: dict | None = None, papers_dir: Path | None = None) -> list[Run]:
     """Reproduce a paper's experiments (or one) and render its report; returns the runs made.
 
     With ``resume`` (a run directory) only that run's missing points are run,
-    with the configuration stored in it.
+    with the configuration stored in it. ``provider_options`` go to the
+    provider (e.g. ``bin_dir``, ``work_root`` of the local provider).
     """
     stream = stream or sys.stderr
     choose("scale", scale, SCALES)
     choose("provider", provider, PROVIDERS)
-    paper = load_paper(paper_id)
-    provider_ = get_provider(provider)
+    paper = load_paper(paper_id, papers_dir)
+    provider_ = get_provider(provider, **(provider_options or {}))
     if resume:
         run = Run.open(resume)
         if run.metadata["paper"] != paper_id:
@@ -113,14 +115,13 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
                          + (f" ({run.metadata['reason']})" if run.metadata.get("reason") else ""))
     if not resume:
         _record_skipped(results, paper_id, skipped)
-    render_paper(paper_id, results=results, reports=reports)
+    render_paper(paper_id, results=results, reports=reports, papers_dir=papers_dir)
     print(f"report: {reports / paper_id / 'report.md'}", file=stream)
     return runs
 
 
 def _build(plan: Plan) -> dict:
     """The build a run uses: this repository's reference implementation, with each variant's switches."""
-    from .rundir import git_state
     return {"kind": "reference", "source": git_state()["sha"],
             "switches": {vid: {k: s["value"] for k, s in v["switches"].items()}
                          for vid, v in plan.resolved["variants"].items()}}

@@ -50,13 +50,16 @@ def role_variables(driver: str, point: Point) -> dict:
     block_size = int(_param(point, "block_size"))
     blocks = math.ceil(transactions / block_size)
     timeout = int(_param(point, "point_timeout_s"))
+    payload = int(_param(point, "payload_bytes"))
+    seed = int(_param(point, "seed"))
     common = {"crypto_batch_size": block_size, "crypto_batch_timeout_ms": int(_param(point, "batch_timeout_ms"))}
     if driver == "committer-bench":
         return {**common, "committerbench_blocks": blocks, "committerbench_block_size": block_size,
+                "committerbench_payload_bytes": payload, "committerbench_seed": seed,
                 "committerbench_timeout_s": timeout}
     return {**common,
             "loadgen_transactions": transactions, "loadgen_rate_tps": _param(point, "rate_tps"),
-            "loadgen_payload_bytes": int(_param(point, "payload_bytes")),
+            "loadgen_payload_bytes": payload, "loadgen_seed": seed,
             "loadgen_streams": int(_param(point, "loadgen_streams")), "loadgen_timeout_s": timeout,
             "blockwatch_stop_after": blocks, "blockwatch_timeout_s": timeout}
 
