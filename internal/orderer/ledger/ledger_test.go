@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"fabricrepro/internal/protoutil"
 	cb "fabricrepro/internal/protos/common"
 	ab "fabricrepro/internal/protos/orderer"
+	"fabricrepro/internal/protoutil"
 )
 
 func block(n uint64) *cb.Block {

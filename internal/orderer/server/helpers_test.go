@@ -13,9 +13,9 @@ import (
 
 	"fabricrepro/internal/channelconfig"
 	"fabricrepro/internal/msp"
-	"fabricrepro/internal/protoutil"
 	cb "fabricrepro/internal/protos/common"
 	ab "fabricrepro/internal/protos/orderer"
+	"fabricrepro/internal/protoutil"
 )
 
 const testChannel = "mychannel"

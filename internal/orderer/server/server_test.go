@@ -14,9 +14,9 @@ import (
 	"fabricrepro/internal/channelconfig"
 	"fabricrepro/internal/msp"
 	"fabricrepro/internal/policy"
-	"fabricrepro/internal/protoutil"
 	cb "fabricrepro/internal/protos/common"
 	ab "fabricrepro/internal/protos/orderer"
+	"fabricrepro/internal/protoutil"
 )
 
 func testBatch() channelconfig.Batch {
