@@ -5,7 +5,6 @@
 package peer
 
 import (
-
 	"fabricrepro/internal/config"
 )
 
@@ -87,4 +86,3 @@ func Load(path string) (Config, error) {
 	}
 	return c, nil
 }
-

@@ -384,3 +384,12 @@ func mustUnmarshal(t *testing.T, raw []byte, m proto.Message) {
 		t.Fatal(err)
 	}
 }
+
+// TestMain removes the binaries built for the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
