@@ -12,8 +12,8 @@ import (
 
 	"fabricrepro/internal/config"
 	"fabricrepro/internal/deliverclient"
-	"fabricrepro/internal/protoutil"
 	cb "fabricrepro/internal/protos/common"
+	"fabricrepro/internal/protoutil"
 )
 
 // gappySource is a TEST DOUBLE for a peer's Deliver service: its first

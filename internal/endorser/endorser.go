@@ -42,9 +42,9 @@ import (
 	"fabricrepro/internal/ledger/txsim"
 	"fabricrepro/internal/lscc"
 	"fabricrepro/internal/policy"
-	"fabricrepro/internal/protoutil"
 	cb "fabricrepro/internal/protos/common"
 	pb "fabricrepro/internal/protos/peer"
+	"fabricrepro/internal/protoutil"
 )
 
 // Config is what an endorser needs. ChannelID, Bundle, Signer, State and

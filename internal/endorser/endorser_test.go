@@ -19,9 +19,9 @@ import (
 	"fabricrepro/internal/ledger/txsim"
 	"fabricrepro/internal/msp"
 	"fabricrepro/internal/policy"
-	"fabricrepro/internal/protoutil"
 	cb "fabricrepro/internal/protos/common"
 	pb "fabricrepro/internal/protos/peer"
+	"fabricrepro/internal/protoutil"
 	moneytransfer "fabricrepro/workloads/money-transfer"
 )
 

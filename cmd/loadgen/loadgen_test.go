@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"fabricrepro/internal/chaincode"
+	"fabricrepro/internal/channelconfig"
+	"fabricrepro/internal/config"
+	"fabricrepro/internal/endorser"
+	"fabricrepro/internal/ledger/statedb"
+	"fabricrepro/internal/ledger/txsim"
+	"fabricrepro/internal/lscc"
+	"fabricrepro/internal/msp"
+	"fabricrepro/internal/policy"
+	cb "fabricrepro/internal/protos/common"
+	ab "fabricrepro/internal/protos/orderer"
+	pb "fabricrepro/internal/protos/peer"
+	"fabricrepro/internal/protoutil"
+	moneytransfer "fabricrepro/workloads/money-transfer"
+)
+
+func TestScheduleAndLag(t *testing.T) {
+	s := Schedule(4, 1000, 1_000_000_000)
+	want := []int64{1_000_000_000, 1_001_000_000, 1_002_000_000, 1_003_000_000}
+	for i := range want {
+		if s[i] != want[i] {
+			t.Fatalf("schedule %v, want %v", s, want)
+		}
+	}
+	if s := Schedule(3, 3, 0); s[1] != 333_333_333 || s[2] != 666_666_667 {
+		t.Fatalf("fractional schedule %v", s)
+	}
+	var recs []Record
+	for i := 0; i < 100; i++ {
+		recs = append(recs, Record{Scheduled: 1000, Submitted: 1000 + int64(i), Acked: 5000, Status: "SUCCESS"})
+	}
+	recs = append(recs, Record{Scheduled: 1000, Status: "ERROR:not sent"}) // never submitted: no lag
+	maxLag, p99 := LagStats(recs)
+	if maxLag != 99 || p99 != 98 {
+		t.Fatalf("max %d p99 %d", maxLag, p99)
+	}
+	sum := Summarize(recs, 50)
+	if sum.Sent != 100 || sum.Acked != 100 || sum.Failed != 1 || sum.MaxLagNs != 99 || sum.Duration != 4000 || sum.TargetTPS != 50 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if s := Summarize(recs, 0); s.MaxLagNs != 0 || s.P99LagNs != 0 {
+		t.Fatalf("closed loop must not report lag: %+v", s)
+	}
+}
+
+func TestPlanTransfers(t *testing.T) {
+	plan, err := PlanTransfers(50, 100, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range plan {
+		if seen[p.From] || seen[p.To] || p.From == p.To {
+			t.Fatalf("accounts reused without conflicts: %v", plan)
+		}
+		seen[p.From], seen[p.To] = true, true
+	}
+	if _, err := PlanTransfers(51, 100, 0, 1); err == nil {
+		t.Fatal("too few accounts accepted")
+	}
+	plan, err = PlanTransfers(1000, 2000, 0.2, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conflicts := 0
+	used := map[int]bool{}
+	for _, p := range plan {
+		if used[p.From] {
+			conflicts++
+		}
+		if used[p.To] || p.From == p.To {
+			t.Fatalf("destination must be fresh: %+v", p)
+		}
+		used[p.From], used[p.To] = true, true
+	}
+	if conflicts < 150 || conflicts > 250 {
+		t.Fatalf("%d conflicts for rate 0.2 of 1000", conflicts)
+	}
+	again, _ := PlanTransfers(1000, 2000, 0.2, 7)
+	for i := range plan {
+		if plan[i] != again[i] {
+			t.Fatal("plan is not reproducible from its seed")
+		}
+	}
+}
+
+func TestConfigStrictAndChecked(t *testing.T) {
+	cfg := defaults()
+	err := config.Parse("lg.yaml", []byte("transfer:\n  payloadbytes: 3\n"), &cfg)
+	if err == nil || !strings.Contains(err.Error(), "transfer.payloadbytes") {
+		t.Fatalf("unknown key: %v", err)
+	}
+	cfg = defaults()
+	err = config.Parse("lg.yaml", []byte("transfer:\n  rate: fast\n"), &cfg)
+	if err == nil || !strings.Contains(err.Error(), "transfer.rate") {
+		t.Fatalf("wrong type: %v", err)
+	}
+	cfg = defaults()
+	base := "mspDir: d\nmspID: Org1MSP\ngenesisBlock: g\nendorsers: [a]\norderers: [o]\naccounts: 10\n"
+	if err := config.Parse("lg.yaml", []byte(base), &cfg); err != nil || cfg.check() != nil {
+		t.Fatalf("minimal config: %v %v", err, cfg.check())
+	}
+	cfg.Phase = "setup"
+	if cfg.check() == nil {
+		t.Fatal("setup without an endorsement policy accepted")
+	}
+	cfg.Setup.Policy.AnyMemberOf = []string{"Org1MSP"}
+	if err := cfg.check(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Transfer.ConflictRate = 2
+	if cfg.check() == nil {
+		t.Fatal("conflictRate 2 accepted")
+	}
+}
+
+// fakeOrderer is a TEST DOUBLE for the orderer's AtomicBroadcast service: it
+// answers SUCCESS to every envelope (BAD_REQUEST to empty ones) and records
+// what it received.
+type fakeOrderer struct {
+	ab.UnimplementedAtomicBroadcastServer
+	mu   sync.Mutex
+	envs []*cb.Envelope
+}
+
+func (f *fakeOrderer) Broadcast(st ab.AtomicBroadcast_BroadcastServer) error {
+	for {
+		env, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		status := cb.Status_SUCCESS
+		if len(env.Payload) == 0 {
+			status = cb.Status_BAD_REQUEST
+		}
+		f.mu.Lock()
+		f.envs = append(f.envs, env)
+		f.mu.Unlock()
+		if err := st.Send(&ab.BroadcastResponse{Status: status}); err != nil {
+			return err
+		}
+	}
+}
+
+func serve(t *testing.T, register func(*grpc.Server)) *grpc.ClientConn {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	register(srv)
+	done := make(chan struct{})
+	go func() { srv.Serve(lis); close(done) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(); srv.Stop(); <-done })
+	return conn
+}
+
+func TestBroadcastOpenLoop(t *testing.T) {
+	ord := &fakeOrderer{}
+	conn := serve(t, func(s *grpc.Server) { ab.RegisterAtomicBroadcastServer(s, ord) })
+	var txs []Endorsed
+	for i := 0; i < 40; i++ {
+		txs = append(txs, Endorsed{TxID: string(rune('a' + i%26)), Envelope: &cb.Envelope{Payload: []byte{byte(i)}}})
+	}
+	txs[5].Envelope = &cb.Envelope{}
+	start := time.Now()
+	recs := broadcast(context.Background(), []*grpc.ClientConn{conn}, 3, txs, 400)
+	if el := time.Since(start); el < 90*time.Millisecond {
+		t.Fatalf("40 tx at 400 tx/s took %s: schedule not followed", el)
+	}
+	for i, r := range recs {
+		if r.Submitted < r.Scheduled || r.Acked < r.Submitted || r.Scheduled == 0 {
+			t.Fatalf("record %d times out of order: %+v", i, r)
+		}
+		if i > 0 && r.Scheduled <= recs[i-1].Scheduled {
+			t.Fatalf("schedule not increasing at %d", i)
+		}
+		want := "SUCCESS"
+		if i == 5 {
+			want = "BAD_REQUEST"
+		}
+		if r.Status != want {
+			t.Fatalf("record %d status %s, want %s", i, r.Status, want)
+		}
+	}
+	if len(ord.envs) != 40 {
+		t.Fatalf("orderer got %d envelopes", len(ord.envs))
+	}
+	s := Summarize(recs, 400)
+	if s.Sent != 40 || s.Acked != 39 || s.Failed != 1 || s.MaxLagNs < 0 {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+func TestBroadcastToDeadOrdererReportsErrors(t *testing.T) {
+	lis, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := lis.Addr().String()
+	lis.Close()
+	conn, err := dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	recs := broadcast(ctx, []*grpc.ClientConn{conn}, 2, []Endorsed{{TxID: "x", Envelope: &cb.Envelope{Payload: []byte{1}}}, {TxID: "y", Envelope: &cb.Envelope{Payload: []byte{1}}}}, 0)
+	for _, r := range recs {
+		if !strings.HasPrefix(r.Status, "ERROR:") || strings.ContainsAny(r.Status, ",\n") {
+			t.Fatalf("status %q", r.Status)
+		}
+	}
+}
+
+// TestEndorseAgainstRealEndorser pre-endorses transfers against the
+// in-process endorser and checks forged signatures do not verify.
+func TestEndorseAgainstRealEndorser(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: 1, Peers: 1, Clients: 1}); err != nil {
+		t.Fatal(err)
+	}
+	orgs, _ := channelconfig.OrgsFromCryptoDir(dir)
+	gb, _ := channelconfig.GenesisBlock("ch", orgs, channelconfig.DefaultBatch)
+	bundle, _ := channelconfig.FromGenesisBlock(gb)
+	org := filepath.Join(dir, "peerOrganizations", "org1.example.com")
+	peer, _ := msp.LoadSigningIdentity(filepath.Join(org, "peers", "peer0.org1.example.com", "msp"), "Org1MSP")
+	client, _ := msp.LoadSigningIdentity(filepath.Join(org, "users", "client0@org1.example.com", "msp"), "Org1MSP")
+	db := txsim.NewMemDB()
+	reg := chaincode.NewRegistry()
+	reg.Register(moneytransfer.Name, moneytransfer.Chaincode{})
+	en, err := endorser.New(endorser.Config{ChannelID: "ch", Bundle: bundle, Signer: peer, State: db, Chaincodes: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := serve(t, func(s *grpc.Server) { pb.RegisterEndorserServer(s, en) })
+	e := &endorsers{clients: []pb.EndorserClient{pb.NewEndorserClient(conn)}, perTx: 1, channel: "ch", cc: moneytransfer.Name, signer: client}
+
+	// Before deployment every proposal is refused and the phase stops.
+	if _, err := e.endorseAll(context.Background(), 3, 2, func(int) [][]byte { return moneytransfer.CreateArgs("a", 1, nil) }, func(int) bool { return false }); err == nil || !strings.Contains(err.Error(), "instantiated") {
+		t.Fatalf("undeployed chaincode: %v", err)
+	}
+	// Deploy straight into the state (standing in for a committed lscc tx).
+	cd := &lscc.ChaincodeData{Name: moneytransfer.Name, Version: "1.0", Escc: "escc", Vscc: "vscc",
+		Policy: protoutil.MarshalOrPanic(policy.SignedByAnyMember("Org1MSP"))}
+	b := &statedb.UpdateBatch{}
+	b.Put(lscc.Namespace, moneytransfer.Name, cd.Marshal(), statedb.Height{BlockNum: 1})
+	db.ApplyUpdates(b, statedb.Height{BlockNum: 1})
+
+	txs, err := e.endorseAll(context.Background(), 6, 3, func(i int) [][]byte {
+		return moneytransfer.CreateArgs(moneytransfer.AccountName(i), 10, nil)
+	}, func(i int) bool { return i < 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tx := range txs {
+		payload, chdr, _, err := protoutil.UnmarshalPayload(tx.Envelope)
+		if err != nil || chdr.TxId != tx.TxID {
+			t.Fatalf("tx %d: %v", i, err)
+		}
+		if client.Verify(tx.Envelope.Payload, tx.Envelope.Signature) != nil {
+			t.Fatalf("tx %d: envelope not signed by the client", i)
+		}
+		trx := &pb.Transaction{}
+		cap := &pb.ChaincodeActionPayload{}
+		if proto.Unmarshal(payload.Data, trx) != nil || proto.Unmarshal(trx.Actions[0].Payload, cap) != nil {
+			t.Fatalf("tx %d: bad layers", i)
+		}
+		end := cap.Action.Endorsements[0]
+		ok := peer.Verify(append(append([]byte{}, cap.Action.ProposalResponsePayload...), end.Endorser...), end.Signature) == nil
+		if ok != (i >= 2) {
+			t.Fatalf("tx %d: endorsement verifies=%v, forged=%v", i, ok, i < 2)
+		}
+	}
+}

@@ -1,0 +1,278 @@
+// Command loadgen drives the money-transfer workload (workloads/money-transfer):
+//
+//	bin/loadgen --config loadgen.yaml --out txs.csv [--phase setup|transfer] [--forge-endorsement N]
+//
+// Phase "setup" deploys the chaincode through lscc with the configured
+// endorsement policy (and waits until the deploy commits, since creating
+// accounts needs it), then creates `accounts` accounts, and with
+// setup.wait (the default) waits until every create has committed, watching
+// the first endorser's Deliver stream; it fails if any create is invalid.
+// With setup.wait: false the caller must wait for the creates (e.g. with
+// blockwatch) before starting the transfer phase.
+//
+// Phase "transfer" first pre-endorses transfer.transactions transfers
+// (endorseConcurrency proposals in flight), then sends the envelopes to the
+// orderers over `streams` Broadcast streams: open loop at transfer.rate tx/s
+// following a schedule fixed in advance, or as fast as accepted (rate 0).
+//
+// Both phases write one CSV row per transaction to --out
+// (tx_id,scheduled_ns,submitted_ns,acked_ns,status; a time that never
+// happened is 0) and print one JSON summary line to stdout
+// ({"sent","acked","failed","target_tps","max_lag_ns","p99_lag_ns","duration_ns"}),
+// as docs/interfaces.md fixes. Exit status: 0 done (failed transactions are
+// counted, not fatal), 1 a run error (an endorsement refused, setup
+// transactions invalid), 2 a configuration error.
+//
+// --forge-endorsement N flips a byte of the endorsement signature of the
+// first N transfers; their tx IDs are printed on stderr ("forged <txid>").
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"fabricrepro/internal/chaincode/lifecycle"
+	"fabricrepro/internal/channelconfig"
+	"fabricrepro/internal/config"
+	"fabricrepro/internal/deliverclient"
+	"fabricrepro/internal/msp"
+	pb "fabricrepro/internal/protos/peer"
+	moneytransfer "fabricrepro/workloads/money-transfer"
+)
+
+// setupChunk bounds how many setup transactions are held in memory at once.
+const setupChunk = 10000
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	cfgPath := flag.String("config", "loadgen.yaml", "configuration file")
+	out := flag.String("out", "txs.csv", "per-transaction CSV output")
+	phase := flag.String("phase", "", "setup or transfer (overrides the config's phase)")
+	forge := flag.Int("forge-endorsement", -1, "corrupt the endorsement signature of the first N transfers (overrides transfer.forgeEndorsement)")
+	flag.Parse()
+
+	cfg := defaults()
+	if err := config.Load(*cfgPath, &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		return 2
+	}
+	if *phase != "" {
+		cfg.Phase = *phase
+	}
+	if *forge >= 0 {
+		cfg.Transfer.ForgeEndorsement = *forge
+	}
+	if err := cfg.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "loadgen: config %s: %v\n", *cfgPath, err)
+		return 2
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	recs, summary, err := execute(ctx, &cfg)
+	if recs != nil {
+		if werr := writeCSV(*out, recs); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if summary != nil {
+		line, _ := json.Marshal(summary)
+		fmt.Println(string(line))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		return 1
+	}
+	return 0
+}
+
+// execute runs the configured phase.
+func execute(ctx context.Context, cfg *Config) ([]Record, *Summary, error) {
+	gb, err := channelconfig.ReadBlock(cfg.GenesisBlock)
+	if err != nil {
+		return nil, nil, err
+	}
+	bundle, err := channelconfig.FromGenesisBlock(gb)
+	if err != nil {
+		return nil, nil, err
+	}
+	signer, err := msp.LoadSigningIdentity(cfg.MSPDir, cfg.MSPID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var conns []*grpc.ClientConn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	connect := func(addrs []string) ([]*grpc.ClientConn, error) {
+		var out []*grpc.ClientConn
+		for _, a := range addrs {
+			c, err := dial(a)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", a, err)
+			}
+			conns = append(conns, c)
+			out = append(out, c)
+		}
+		return out, nil
+	}
+	peers, err := connect(cfg.Endorsers)
+	if err != nil {
+		return nil, nil, err
+	}
+	orderers, err := connect(cfg.Orderers)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := &endorsers{perTx: cfg.EndorsersPerTx, channel: bundle.ChannelID, cc: cfg.Chaincode, signer: signer}
+	for _, c := range peers {
+		e.clients = append(e.clients, pb.NewEndorserClient(c))
+	}
+	if cfg.Phase == "setup" {
+		src := &deliverclient.PeerSource{Conn: peers[0], Channel: bundle.ChannelID, Signer: signer, Stop: deliverclient.NoStop}
+		return setup(ctx, cfg, e, orderers, src)
+	}
+	return transfer(ctx, cfg, e, orderers)
+}
+
+// transfer is phase 1 (pre-endorse) and phase 2 (broadcast) of the run.
+func transfer(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.ClientConn) ([]Record, *Summary, error) {
+	t := cfg.Transfer
+	plan, err := PlanTransfers(t.Transactions, cfg.Accounts, t.ConflictRate, cfg.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	pad := padding(t.PayloadBytes)
+	began := time.Now()
+	txs, err := e.endorseAll(ctx, len(plan), cfg.EndorseConcurrency, func(i int) [][]byte {
+		return moneytransfer.TransferArgs(moneytransfer.AccountName(plan[i].From), moneytransfer.AccountName(plan[i].To), t.Amount, pad)
+	}, func(i int) bool { return i < t.ForgeEndorsement })
+	if err != nil {
+		return nil, nil, fmt.Errorf("pre-endorsement: %w", err)
+	}
+	for i := 0; i < t.ForgeEndorsement; i++ {
+		fmt.Fprintln(os.Stderr, "forged", txs[i].TxID)
+	}
+	fmt.Fprintf(os.Stderr, "loadgen: pre-endorsed %d transfers in %s\n", len(txs), time.Since(began).Round(time.Millisecond))
+	recs := broadcast(ctx, orderers, cfg.Streams, txs, t.Rate)
+	s := Summarize(recs, t.Rate)
+	return recs, &s, ctx.Err()
+}
+
+// setup deploys the chaincode and creates the accounts.
+func setup(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.ClientConn, src deliverclient.Source) ([]Record, *Summary, error) {
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	waiter, err := startWaiter(wctx, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	var recs []Record
+	if cfg.Setup.Deploy {
+		pol, _ := cfg.Setup.Policy.envelope()
+		args, err := lifecycle.DeployArgs(cfg.Chaincode, cfg.Setup.ChaincodeVersion, pol)
+		if err != nil {
+			return nil, nil, err
+		}
+		lscc := *e
+		lscc.cc = lifecycle.Name
+		tx, err := lscc.endorse(ctx, 0, args, false)
+		if err != nil {
+			return nil, nil, fmt.Errorf("deploy: %w", err)
+		}
+		r := broadcast(ctx, orderers, 1, []Endorsed{tx}, 0)
+		recs = append(recs, r...)
+		if r[0].Status != "SUCCESS" {
+			return recs, nil, fmt.Errorf("deploy: orderer answered %s", r[0].Status)
+		}
+		tctx, c := context.WithTimeout(ctx, cfg.Setup.WaitTimeout)
+		invalid, example, err := waiter.wait(tctx, []string{tx.TxID})
+		c()
+		if err != nil {
+			return recs, nil, fmt.Errorf("deploy: %w", err)
+		}
+		if invalid > 0 {
+			return recs, nil, fmt.Errorf("deploy committed as invalid (%s)", example)
+		}
+		fmt.Fprintf(os.Stderr, "loadgen: deployed %s %s\n", cfg.Chaincode, cfg.Setup.ChaincodeVersion)
+	}
+	pad := padding(cfg.Setup.PaddingBytes)
+	var ids []string
+	for lo := 0; lo < cfg.Accounts; lo += setupChunk {
+		n := min(setupChunk, cfg.Accounts-lo)
+		txs, err := e.endorseAll(ctx, n, cfg.EndorseConcurrency, func(i int) [][]byte {
+			return moneytransfer.CreateArgs(moneytransfer.AccountName(lo+i), cfg.Setup.InitialBalance, pad)
+		}, func(int) bool { return false })
+		if err != nil {
+			return recs, nil, fmt.Errorf("create accounts: %w", err)
+		}
+		r := broadcast(ctx, orderers, cfg.Streams, txs, 0)
+		recs = append(recs, r...)
+		for _, t := range txs {
+			ids = append(ids, t.TxID)
+		}
+	}
+	s := Summarize(recs, 0)
+	if s.Failed > 0 {
+		return recs, &s, fmt.Errorf("%d setup transactions were not accepted by the orderer", s.Failed)
+	}
+	if !cfg.Setup.Wait {
+		return recs, &s, nil
+	}
+	tctx, c := context.WithTimeout(ctx, cfg.Setup.WaitTimeout)
+	defer c()
+	invalid, example, err := waiter.wait(tctx, ids)
+	if err != nil {
+		return recs, &s, err
+	}
+	if invalid > 0 {
+		return recs, &s, fmt.Errorf("%d account creations committed as invalid (first: %s)", invalid, example)
+	}
+	fmt.Fprintf(os.Stderr, "loadgen: %d accounts created and committed\n", cfg.Accounts)
+	return recs, &s, nil
+}
+
+// padding returns n filler bytes.
+func padding(n int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = 'a' + byte(i%26)
+	}
+	return p
+}
+
+// writeCSV writes the records in transaction order.
+func writeCSV(path string, recs []Record) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, CSVHeader)
+	for _, r := range recs {
+		w.WriteString(r.TxID)
+		for _, v := range []int64{r.Scheduled, r.Submitted, r.Acked} {
+			w.WriteByte(',')
+			w.WriteString(strconv.FormatInt(v, 10))
+		}
+		w.WriteByte(',')
+		w.WriteString(r.Status)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
