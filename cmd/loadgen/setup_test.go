@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"fabricrepro/internal/chaincode"
+	"fabricrepro/internal/channelconfig"
+	"fabricrepro/internal/deliverclient"
+	"fabricrepro/internal/endorser"
+	"fabricrepro/internal/ledger/statedb"
+	"fabricrepro/internal/ledger/txsim"
+	"fabricrepro/internal/msp"
+	"fabricrepro/internal/protoutil"
+	cb "fabricrepro/internal/protos/common"
+	ab "fabricrepro/internal/protos/orderer"
+	pb "fabricrepro/internal/protos/peer"
+	moneytransfer "fabricrepro/workloads/money-transfer"
+)
+
+// fakeChain is a TEST DOUBLE for orderer + committing peer: every envelope
+// broadcast to it becomes a one-transaction block whose writes are applied
+// to db without validation, and its blocks are served as a deliver Source.
+type fakeChain struct {
+	ab.UnimplementedAtomicBroadcastServer
+	db     *txsim.MemDB
+	mu     sync.Mutex
+	cond   *sync.Cond
+	blocks []*cb.Block
+}
+
+func newFakeChain(db *txsim.MemDB) *fakeChain {
+	f := &fakeChain{db: db, blocks: []*cb.Block{protoutil.NewBlock(0, nil)}}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+func (f *fakeChain) Broadcast(st ab.AtomicBroadcast_BroadcastServer) error {
+	for {
+		env, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		f.commit(env)
+		if err := st.Send(&ab.BroadcastResponse{Status: cb.Status_SUCCESS}); err != nil {
+			return err
+		}
+	}
+}
+
+func (f *fakeChain) commit(env *cb.Envelope) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := uint64(len(f.blocks))
+	payload, _, _, _ := protoutil.UnmarshalPayload(env)
+	trx, cap, prp, act := &pb.Transaction{}, &pb.ChaincodeActionPayload{}, &pb.ProposalResponsePayload{}, &pb.ChaincodeAction{}
+	proto.Unmarshal(payload.Data, trx)
+	proto.Unmarshal(trx.Actions[0].Payload, cap)
+	proto.Unmarshal(cap.Action.ProposalResponsePayload, prp)
+	proto.Unmarshal(prp.Extension, act)
+	sets, _, _ := txsim.ParseResults(act.Results)
+	batch := &statedb.UpdateBatch{}
+	for ns, kv := range sets {
+		for _, w := range kv.Writes {
+			batch.Put(ns, w.Key, w.Value, statedb.Height{BlockNum: n})
+		}
+	}
+	f.db.ApplyUpdates(batch, statedb.Height{BlockNum: n})
+	b := protoutil.NewBlock(n, nil)
+	b.Data.Data = [][]byte{protoutil.MarshalOrPanic(env)}
+	b.Metadata.Metadata[cb.BlockMetadataIndex_TRANSACTIONS_FILTER] = []byte{0}
+	f.blocks = append(f.blocks, b)
+	f.cond.Broadcast()
+}
+
+func (f *fakeChain) Open(ctx context.Context, start uint64) (deliverclient.Stream, error) {
+	f.mu.Lock()
+	if start == deliverclient.Newest {
+		start = uint64(len(f.blocks) - 1)
+	}
+	f.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { f.mu.Lock(); f.cond.Broadcast(); f.mu.Unlock() })
+	next := start
+	return streamFunc(func() (*cb.Block, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for uint64(len(f.blocks)) <= next {
+			if ctx.Err() != nil {
+				stop()
+				return nil, ctx.Err()
+			}
+			f.cond.Wait()
+		}
+		next++
+		return f.blocks[next-1], nil
+	}), nil
+}
+
+type streamFunc func() (*cb.Block, error)
+
+func (s streamFunc) Recv() (*cb.Block, error) { return s() }
+
+func TestSetupThenTransfer(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: 1, Peers: 1, Clients: 1}); err != nil {
+		t.Fatal(err)
+	}
+	orgs, _ := channelconfig.OrgsFromCryptoDir(dir)
+	gb, _ := channelconfig.GenesisBlock("ch", orgs, channelconfig.DefaultBatch)
+	bundle, _ := channelconfig.FromGenesisBlock(gb)
+	org := filepath.Join(dir, "peerOrganizations", "org1.example.com")
+	peer, _ := msp.LoadSigningIdentity(filepath.Join(org, "peers", "peer0.org1.example.com", "msp"), "Org1MSP")
+	client, _ := msp.LoadSigningIdentity(filepath.Join(org, "users", "client0@org1.example.com", "msp"), "Org1MSP")
+	db := txsim.NewMemDB()
+	reg := chaincode.NewRegistry()
+	reg.Register(moneytransfer.Name, moneytransfer.Chaincode{})
+	en, _ := endorser.New(endorser.Config{ChannelID: "ch", Bundle: bundle, Signer: peer, State: db, Chaincodes: reg})
+	chain := newFakeChain(db)
+	peerConn := serve(t, func(s *grpc.Server) { pb.RegisterEndorserServer(s, en) })
+	ordConn := serve(t, func(s *grpc.Server) { ab.RegisterAtomicBroadcastServer(s, chain) })
+
+	cfg := defaults()
+	cfg.Accounts, cfg.Streams, cfg.Phase = 20, 2, "setup"
+	cfg.Setup.Policy.AnyMemberOf = []string{"Org1MSP"}
+	cfg.Setup.InitialBalance = 100
+	cfg.Setup.WaitTimeout = 10 * time.Second
+	e := &endorsers{clients: []pb.EndorserClient{pb.NewEndorserClient(peerConn)}, perTx: 1, channel: "ch", cc: moneytransfer.Name, signer: client}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	recs, sum, err := setup(ctx, &cfg, e, []*grpc.ClientConn{ordConn}, chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 21 || sum.Acked != 21 || sum.Failed != 0 {
+		t.Fatalf("setup: %d records, %+v", len(recs), sum)
+	}
+	cfg.Transfer.Transactions, cfg.Transfer.Amount, cfg.Transfer.PayloadBytes, cfg.Transfer.Rate = 10, 7, 100, 1000
+	recs, sum, err = transfer(ctx, &cfg, e, []*grpc.ClientConn{ordConn})
+	if err != nil || sum.Acked != 10 || sum.Sent != 10 {
+		t.Fatalf("transfer: %+v %v", sum, err)
+	}
+	for i := 0; i < 20; i++ {
+		vv, _ := db.GetState(moneytransfer.Name, moneytransfer.AccountName(i))
+		a, _ := moneytransfer.Decode(vv.Value)
+		want := int64(93)
+		if i%2 == 1 {
+			want = 107
+		}
+		if a.Balance != want {
+			t.Fatalf("account %d balance %d, want %d", i, a.Balance, want)
+		}
+	}
+}
