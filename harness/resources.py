@@ -143,7 +143,9 @@ class ResourceMonitor:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         try:
             for t in self.targets:
-                argv = [exporter, f"--web.listen-address={t.address}:{t.port}", "--no-collector.systemd"]
+                # Debian's exporter skips lo by default; the local provider's traffic is all on lo
+                argv = [exporter, f"--web.listen-address={t.address}:{t.port}", "--no-collector.systemd",
+                        "--collector.netdev.device-exclude=^$"]
                 if t.netns:
                     argv = ["ip", "netns", "exec", t.netns] + argv
                 self._spawn(f"node-exporter@{t.host}", argv, (t.log_dir or self.work_dir) / "node-exporter.log")

@@ -65,8 +65,10 @@ LOCK_FILE = Path("/run/fabricrepro/netns.lock")
 #: ``ip netns exec NS`` bind-mounts /etc/netns/NS/hosts over /etc/hosts for processes in NS.
 ETC_NETNS = Path("/etc/netns")
 SSHD = "/usr/sbin/sshd"
+SSHD_TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "netns" / "sshd_config.template"
 TOXIPROXY_VERSION = "v2.12.0"
-TOXIPROXY_INSTALL = f"go install github.com/Shopify/toxiproxy/v2/cmd/server@{TOXIPROXY_VERSION}"
+TOXIPROXY_INSTALL = (f"infra/netns/install-toxiproxy.sh "
+                     f"(go install github.com/Shopify/toxiproxy/v2/cmd/server@{TOXIPROXY_VERSION})")
 #: Port of each toxiproxy's HTTP API, on the destination host's address.
 TOXIPROXY_API_PORT = 8474
 
@@ -394,25 +396,9 @@ class NetnsCluster:
 
     def _sshd_config(self, host: str) -> str:
         d = self.host_dir(host)
-        return "\n".join([
-            f"# sshd of netns host {host} (cluster {self.prefix}); written by harness/providers/netns.py",
-            "Port 22",
-            f"ListenAddress {self.ip(host)}",
-            f"HostKey {d / 'ssh_host_ed25519_key'}",
-            f"PidFile {d / 'sshd.pid'}",
-            f"AuthorizedKeysFile {self.key_path.parent / 'authorized_keys'}",
-            "UsePAM no",
-            "StrictModes no",
-            "PermitRootLogin prohibit-password",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "UseDNS no",
-            # Ansible opens many sessions at once; the defaults (10:30:100, 10) refuse some
-            "MaxStartups 200:30:400",
-            "MaxSessions 100",
-            "Subsystem sftp internal-sftp",
-            "",
-        ])
+        return SSHD_TEMPLATE.read_text().format(
+            host=host, prefix=self.prefix, ip=self.ip(host), host_key=d / "ssh_host_ed25519_key",
+            pid_file=d / "sshd.pid", authorized_keys=self.key_path.parent / "authorized_keys")
 
     def _start_sshds(self) -> None:
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation directory
