@@ -28,7 +28,9 @@ type Config struct {
 	Phase string `yaml:"phase"`
 	// Seed of the random choices (conflicting transfers).
 	Seed int64 `yaml:"seed"`
-	// Accounts is the number of accounts setup creates and transfers use.
+	// Accounts is the number of accounts setup creates and transfers use;
+	// 0 (the default) means 2 × transfer.transactions, enough for a
+	// conflict-free run.
 	Accounts int `yaml:"accounts"`
 	// EndorseConcurrency is how many proposals are in flight at once.
 	EndorseConcurrency int `yaml:"endorseConcurrency"`
@@ -92,6 +94,9 @@ func defaults() Config {
 
 // check validates a loaded configuration.
 func (c *Config) check() error {
+	if c.Accounts == 0 {
+		c.Accounts = 2 * c.Transfer.Transactions
+	}
 	switch {
 	case c.MSPDir == "" || c.MSPID == "":
 		return errors.New("mspDir and mspID are required")
@@ -108,7 +113,7 @@ func (c *Config) check() error {
 	case c.Phase != "setup" && c.Phase != "transfer":
 		return fmt.Errorf("phase must be setup or transfer, not %q", c.Phase)
 	case c.Accounts < 2:
-		return errors.New("accounts must be at least 2")
+		return errors.New("accounts must be at least 2 (set accounts, or transfer.transactions for the default of 2 per transfer)")
 	case c.EndorseConcurrency < 1:
 		return errors.New("endorseConcurrency must be at least 1")
 	case c.Streams < 1:
