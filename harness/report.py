@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from pathlib import Path
 
 import matplotlib
@@ -153,10 +154,20 @@ def _measured_table(experiment: dict, summary: dict) -> tuple[list[str], list[li
     return ["configuration", "parameters", f"{metric} measured", "published"], rows
 
 
+def citation_text(citation) -> str:
+    """Where a catalogue value stands in the paper, e.g. ``Sec. IV-D, Table I, seed line 267``."""
+    if not isinstance(citation, dict):
+        return str(citation or "no citation")
+    parts = [f"Sec. {citation['section']}" if citation.get("section") else None, citation.get("location"),
+             f"seed line {citation['seed_line']}" if citation.get("seed_line") else None]
+    return ", ".join(p for p in parts if p)
+
+
 def _published_text(p: dict) -> str:
-    bound = {"lower": "> ", "upper": "< "}.get(p.get("bound"), "")
+    bound = {"lower": "> ", "upper": "< ", "approx": "≈ "}.get(p.get("bound"), "")
     unc = f" ± {fmt(p['uncertainty'])}" if p.get("uncertainty") is not None else ""
-    return f"{bound}{fmt(p['value'])}{unc} {p.get('unit') or ''} ({p.get('citation') or 'no citation'})".replace("  ", " ")
+    unit = f" {p['unit']}" if p.get("unit") else ""
+    return f"{bound}{fmt(p['value'])}{unc}{unit} ({citation_text(p.get('citation'))})"
 
 
 def _claims_rows(claims: list[dict], experiment_id: str | None = None) -> list[list[str]]:
@@ -262,7 +273,6 @@ def to_markdown(blocks: list[tuple]) -> str:
 
 def _inline(text: str) -> str:
     """HTML of a text with Markdown's ``code`` and **bold** spans."""
-    import re
     out = html.escape(str(text))
     out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)

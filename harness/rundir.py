@@ -281,6 +281,8 @@ def list_runs(results: Path, paper: str | None = None) -> list[dict]:
     """
     rows = []
     for meta_path in sorted(Path(results).glob(f"{paper or '*'}/*/*/metadata.json")):
+        if meta_path.parent.is_symlink():
+            continue
         try:
             meta = read_json(meta_path)
         except (HarnessError, json.JSONDecodeError) as e:

@@ -55,7 +55,7 @@ def role_variables(driver: str, point: Point) -> dict:
     common = {"crypto_batch_size": block_size, "crypto_batch_timeout_ms": int(_param(point, "batch_timeout_ms"))}
     if driver == "committer-bench":
         return {**common, "committerbench_blocks": blocks, "committerbench_block_size": block_size,
-                "committerbench_payload_bytes": payload, "committerbench_seed": seed,
+                "committerbench_payload_bytes": payload,
                 "committerbench_timeout_s": timeout}
     return {**common,
             "loadgen_transactions": transactions, "loadgen_rate_tps": _param(point, "rate_tps"),

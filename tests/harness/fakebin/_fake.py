@@ -21,7 +21,8 @@ for flag in ("config", "out", "crypto", "channel", "timeout", "batch-size", "bat
              "preferred-max-bytes", "absolute-max-bytes", "orderer-orgs", "peer-orgs", "peers", "clients"):
     ap.add_argument("--" + flag)
 args = ap.parse_args()
-cfg = (yaml.safe_load(open(args.config)) or {}).get(name, {}) if args.config else {}
+cfg = yaml.safe_load(open(args.config)) or {} if args.config else {}
+cfg = cfg.get(name, cfg)  # orderer and peer nest their keys under their name
 BLOCK_HEADER = ("block_number,tx_count,valid_count,bytes,received_ns,validated_ns,committed_ns,vscc_ns,mvcc_ns,"
                 "block_commit_ns,state_commit_ns,history_commit_ns\n")
 
@@ -65,7 +66,7 @@ elif name == "blockwatch":
 elif name == "loadgen":
     with open(args.out, "w") as f:
         f.write("tx_id,scheduled_ns,submitted_ns,acked_ns,status\n")
-        for i in range(int(cfg["transactions"])):
+        for i in range(int(cfg["transfer"]["transactions"])):
             t = 1_000_000_000 + i * 500_000
             f.write(f"tx{i},{t},{t + 1000},{t + 2_000_000},SUCCESS\n")
-    print('{"sent":%d}' % int(cfg["transactions"]))
+    print('{"sent":%d}' % int(cfg["transfer"]["transactions"]))

@@ -1,0 +1,58 @@
+"""Catalogue loading: errors name the file, the JSON path and the expected type."""
+
+import pytest
+import yaml
+
+from harness.catalogue import list_papers, load_paper, scale_of, validate_file
+from harness.errors import HarnessError
+
+
+def _rewrite(root, change):
+    path = root / "papers" / "mini.yaml"
+    doc = yaml.safe_load(path.read_text())
+    change(doc)
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_fixture_catalogue_is_valid(mini):
+    assert [e["id"] for e in mini.experiments] == ["bench", "later"]
+
+
+def test_wrong_type_names_file_path_and_expected_type(root):
+    path = _rewrite(root, lambda d: d["experiments"][0].update(runnable="yes"))
+    errors = validate_file(path)
+    assert any("mini.yaml: experiments[0].runnable: expected boolean, got 'yes'" in e for e in errors), errors
+
+
+def test_catalogue_schema_is_applied_when_present(root):
+    (root / "papers" / "schema.json").write_text(
+        '{"type": "object", "properties": {"paper": {"type": "object", "required": ["doi"]}}}')
+    with pytest.raises(HarnessError, match=r"mini.yaml: paper: 'doi' is a required property"):
+        load_paper("mini", root / "papers")
+
+
+def test_claim_naming_an_unknown_variant_is_reported(root):
+    path = _rewrite(root, lambda d: d["experiments"][0]["claims"][0]["numerator"].update(variant="nope"))
+    assert any("claims[0].numerator.variant: expected one of" in e for e in validate_file(path))
+
+
+def test_yaml_syntax_error_names_the_file(root):
+    (root / "papers" / "mini.yaml").write_text("paper: [unclosed\n")
+    with pytest.raises(HarnessError, match="mini.yaml: not valid YAML"):
+        load_paper("mini", root / "papers")
+
+
+def test_unknown_paper_lists_the_valid_ones(root):
+    with pytest.raises(HarnessError, match="unknown paper 'nope'; valid papers: mini"):
+        load_paper("nope", root / "papers")
+    assert list_papers(root / "papers") == ["mini"]
+
+
+def test_unknown_experiment_and_scale_list_the_valid_ones(mini):
+    with pytest.raises(HarnessError, match="valid experiments: bench, later"):
+        mini.experiment("nope")
+    with pytest.raises(HarnessError, match="valid scales: local, paper, smoke"):
+        scale_of(mini.experiment("bench"), "huge")
+    with pytest.raises(HarnessError, match="defines no 'paper' scale; defined scales: local, smoke"):
+        scale_of(mini.experiment("bench"), "paper")

@@ -1,0 +1,45 @@
+"""Every metric against hand-computed golden values (fixtures/golden/expected.json)."""
+
+import json
+from pathlib import Path
+import math
+
+import pytest
+
+from harness import metrics
+from harness.collect import read_csv
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+GOLDEN = FIXTURES / "golden"
+EXPECTED = json.loads((GOLDEN / "expected.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return {t: read_csv(GOLDEN / f"{t}.csv", t) for t in ("blocks", "deliveries", "txs")}
+
+
+@pytest.mark.parametrize("name", sorted(metrics.METRICS))
+def test_metric_matches_golden(tables, name):
+    assert metrics.compute_all(tables)[name] == pytest.approx(EXPECTED[name], rel=1e-9)
+
+
+def test_every_metric_has_a_golden_value():
+    assert set(metrics.METRICS) == {k for k in EXPECTED if not k.startswith("_")}
+
+
+def test_throughput_counts_only_valid_transactions(tables):
+    blocks = tables["blocks"].copy()
+    blocks["valid_count"] = blocks["tx_count"]
+    assert metrics.commit_throughput_tps(blocks) > metrics.commit_throughput_tps(tables["blocks"])
+
+
+def test_throughput_needs_two_blocks(tables):
+    assert math.isnan(metrics.commit_throughput_tps(tables["blocks"].head(2)))
+
+
+def test_transactions_are_matched_to_blocks_in_ack_order(tables):
+    matched = metrics.tx_commit_times(tables["txs"], tables["deliveries"])
+    assert list(matched["tx_id"]) == ["a", "b", "c", "d"]
+    assert list(matched["commit_ns"]) == [1_020_000_000] * 2 + [1_040_000_000] * 2
