@@ -269,3 +269,20 @@ def test_missing_toxiproxy_says_how_to_install(monkeypatch, tmp_path):
     with pytest.raises(HarnessError, match="toxiproxy") as e:
         N.find_toxiproxy()
     assert "go install github.com/Shopify/toxiproxy" in str(e.value)
+
+
+def test_provider_one_host_per_role(tmp_path):
+    p = N.NetnsProvider(work_root=tmp_path, bin_dir=tmp_path / "bin")
+    roles = ["orderer", "peer", "peer"]
+    assert p.hosts(roles) == {"orderer": ["orderer"], "peer": ["peer1", "peer2"]}
+    with p:
+        c = p.up(roles)
+        assert c.hosts == ["orderer", "peer1", "peer2"]
+        out = subprocess.run(c.ssh_argv("peer2") + ["hostname"], capture_output=True, text=True)
+        assert out.stdout.strip() == "peer2"
+        assert p.host_vars("peer1")["fabricrepro_bin_dir"] == str(tmp_path / "bin")
+        if hasattr(p, "inventory"):  # providers.base.Provider
+            import yaml
+            inv = yaml.safe_load(p.inventory(tmp_path / "inv.yaml", roles).read_text())
+            assert set(inv["all"]["children"]["peer"]["hosts"]) == {"peer1", "peer2"}
+    assert_gone(c.prefix)
