@@ -101,8 +101,9 @@ func create(stub chaincode.Stub, args [][]byte) chaincode.Response {
 }
 
 // transfer(from, to, amount[, padding]): reads both accounts, writes both.
-// The padding is stored as the destination account's memo; the source keeps
-// its memo.
+// The padding only travels with the transaction (in its proposal, and so in
+// the envelope the orderer and every block carry); it is not stored, so
+// account values keep their size however many transfers touch them.
 func transfer(stub chaincode.Stub, args [][]byte) chaincode.Response {
 	if len(args) != 3 && len(args) != 4 {
 		return chaincode.Errorf("transfer takes from, to, amount[, padding]; got %d arguments", len(args))
@@ -128,9 +129,6 @@ func transfer(stub chaincode.Stub, args [][]byte) chaincode.Response {
 	}
 	src.Balance -= amount
 	dst.Balance += amount
-	if len(args) == 4 {
-		dst.Memo = args[3]
-	}
 	if err := stub.PutState(from, src.Encode()); err != nil {
 		return chaincode.Errorf("transfer: %v", err)
 	}

@@ -71,7 +71,7 @@ func TestTransfer(t *testing.T) {
 		t.Fatalf("read versions: %v", kv.Reads)
 	}
 	dst, _ := Decode(kv.Writes[1].Value)
-	if dst.Balance != 130 || !bytes.Equal(dst.Memo, pad) {
+	if dst.Balance != 130 || bytes.Contains(dst.Memo, pad) {
 		t.Fatalf("destination value: balance %d memo %d bytes", dst.Balance, len(dst.Memo))
 	}
 	// Apply and check balances.
