@@ -240,9 +240,13 @@ func TestDeliverSeekSemantics(t *testing.T) {
 	seek := func(signer protoutil.Signer, start, stop *ab.SeekPosition, b ab.SeekInfo_SeekBehavior) ([]*cb.Block, cb.Status) {
 		return deliverSeek(t, c, seekEnvelope(t, testChannel, signer, start, stop, b), 5*time.Second)
 	}
-	// Wait until both blocks are written (commit is asynchronous).
-	if bl, st := seek(n.client, specified(2), specified(2), ab.SeekInfo_BLOCK_UNTIL_READY); st != cb.Status_SUCCESS || len(bl) != 1 {
-		t.Fatalf("block 2: %d %v", len(bl), st)
+	// Wait until both blocks are written (commit is asynchronous). Seek one
+	// block at a time: a start beyond the current height is NOT_FOUND even
+	// with BLOCK_UNTIL_READY, while a start at the height waits.
+	for _, num := range []uint64{1, 2} {
+		if bl, st := seek(n.client, specified(num), specified(num), ab.SeekInfo_BLOCK_UNTIL_READY); st != cb.Status_SUCCESS || len(bl) != 1 {
+			t.Fatalf("block %d: %d %v", num, len(bl), st)
+		}
 	}
 
 	t.Run("newest to newest is one block", func(t *testing.T) {
