@@ -256,6 +256,7 @@ class NetnsCluster:
         self._link_addr_next = LINK_ADDR_FIRST
         self._torn_down = False
         self._started = False
+        self._registered = False
         self._teardown_lock = threading.RLock()
         self._old_handlers: dict[int, object] = {}
 
@@ -336,8 +337,11 @@ class NetnsCluster:
         tmp = REGISTRY_DIR / f".{self.prefix}.json.tmp"
         tmp.write_text(json.dumps(state, indent=1))
         tmp.replace(REGISTRY_DIR / f"{self.prefix}.json")
+        self._registered = True
 
     def _add_ns(self, ns: str) -> None:
+        if self._torn_down:  # torn down meanwhile (a signal or another thread): stop building
+            raise HarnessError(f"netns cluster {self.prefix} was torn down while starting")
         # registered before creation so a crash in between still gets it cleaned
         self._namespaces.append(ns)
         self._save_registry()
@@ -514,8 +518,10 @@ class NetnsCluster:
         if threading.current_thread() is not threading.main_thread():
             return  # signal handlers can only be set from the main thread; atexit and __exit__ remain
         for sig in (signal.SIGINT, signal.SIGTERM):
-            if sig not in self._old_handlers:
-                self._old_handlers[sig] = signal.getsignal(sig)
+            old = signal.getsignal(sig)
+            # a process that ignores the signal (e.g. started with `&` by a script) keeps ignoring it
+            if sig not in self._old_handlers and old != signal.SIG_IGN:
+                self._old_handlers[sig] = old
                 signal.signal(sig, self._on_signal)
 
     def _restore_signal_handlers(self) -> None:
@@ -532,8 +538,6 @@ class NetnsCluster:
         # chain to whoever handled the signal before us
         if callable(old):
             old(signum, frame)
-        elif old == signal.SIG_IGN:
-            return
         else:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
@@ -569,7 +573,8 @@ class NetnsCluster:
                 p["popen"].wait(timeout=1)  # reap, so no zombie of ours stays in the process table
             except subprocess.TimeoutExpired:
                 pass
-        cleanup_state({"prefix": self.prefix, "namespaces": self._namespaces, "root_veth": self.root_veth,
+        # the registry entry is ours to remove only if we wrote it (a clashing prefix is someone else's)
+        cleanup_state({"prefix": self.prefix if self._registered else None, "namespaces": self._namespaces, "root_veth": self.root_veth,
                        "key_dir": str(self.key_path.parent), "etc_dirs": [str(d) for d in self._etc_dirs],
                        "host_key_files": [str(self.host_dir(h) / "ssh_host_ed25519_key") for h in self.hosts],
                        "pids": []})

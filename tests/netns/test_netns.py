@@ -286,3 +286,28 @@ def test_provider_one_host_per_role(tmp_path):
             inv = yaml.safe_load(p.inventory(tmp_path / "inv.yaml", roles).read_text())
             assert set(inv["all"]["children"]["peer"]["hosts"]) == {"peer1", "peer2"}
     assert_gone(c.prefix)
+
+
+def test_sigint_during_start_leaves_nothing(tmp_path):
+    prefix = "fr-t" + os.urandom(3).hex()
+    script = (f"import sys; sys.path.insert(0, {str(HERE.parents[1])!r})\n"
+              "from harness.providers.netns import NetnsCluster\n"
+              f"c = NetnsCluster({str(tmp_path)!r}, 12, prefix={prefix!r})\n"
+              "print('go', flush=True)\n"
+              "with c:\n    print('up', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "go"
+        # wait until half the hosts exist, then interrupt while the rest are being built
+        deadline = time.monotonic() + 20
+        while len([n for n in N.netns_list() if n.startswith(prefix)]) < 6 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert "up" not in out and "KeyboardInterrupt" in err
+        assert_gone(prefix)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        N.cleanup(prefix)
