@@ -99,7 +99,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             plan = make_plan(paper, experiment, scale, overrides=overrides, repeat=repeat)
             run = Run.create(results, paper.doc["paper"], experiment, plan.resolved, provider=provider,
                              build=_build(plan), roles=provider_.hosts(DRIVERS[experiment["driver"]]["roles"]),
-                             seed=paper.doc["paper"].get("seed"))
+                             seed=plan.resolved["parameters"].get("seed", {}).get("value"))
         runs.append(run)
         progress = Progress(len(plan.points), title=experiment["id"], stream=stream)
         progress.message(f"{experiment['id']}: {len(plan.points)} points at scale {plan.scale} -> {run.path}")
