@@ -1,0 +1,71 @@
+"""The whole spine on the fixture catalogue, with the TEST DOUBLE of bin/ (fakebin/).
+
+Runs real ansible-playbook with the local provider: crypto and committerbench
+roles, teardown by PID, collect, analyze, report. The commands themselves are
+fakebin/_fake.py, which writes contract-shaped CSVs; no number here measures
+anything. Also checks that a failed point is resumed and that the report is
+re-rendered byte-identically from the stored runs.
+"""
+
+import io
+import shutil
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.report import render_paper
+from harness.reproduce import reproduce
+from harness.rundir import Run
+
+FAKEBIN = __import__("pathlib").Path(__file__).resolve().parent / "fakebin"
+
+pytestmark = pytest.mark.skipif(shutil.which("ansible-playbook") is None, reason="needs ansible-playbook")
+
+
+def _reproduce(root, tmp_path, **kw):
+    return reproduce("mini", "bench", scale="smoke", repeat=1, overrides={"batch_timeout_ms": 100},
+                     results=tmp_path / "results", reports=tmp_path / "reports", stream=io.StringIO(),
+                     provider_options={"bin_dir": FAKEBIN, "work_root": tmp_path / "work"},
+                     papers_dir=root / "papers", **kw)
+
+
+def test_failed_point_is_kept_then_resumed_and_report_is_deterministic(root, tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.plan.REPO_ROOT", root)
+    monkeypatch.setenv("FAKE_FAIL", "1")
+    (run,) = _reproduce(root, tmp_path)
+    meta = Run.open(run.path).metadata
+    assert meta["status"] == "failed" and "2 of 2 points failed" in meta["reason"]
+    assert (run.path / "points" / "slow__batch_timeout_ms=100__r0" / "logs" / "localhost" / "committerbench.log").exists()
+
+    monkeypatch.delenv("FAKE_FAIL")
+    _reproduce(root, tmp_path, resume=str(run.path))
+    meta = Run.open(run.path).metadata
+    assert meta["status"] == "complete" and len(meta["resumed_utc"]) == 1
+    assert not list((tmp_path / "work").rglob("*.pid")), "teardown leaves no working files"
+
+    report = tmp_path / "reports" / "mini"
+    first = {p.name: p.read_bytes() for p in report.rglob("*") if p.is_file()}
+    assert b"data:image/png;base64," in first["report.html"]
+    assert b"Quick is as fast as slow" in first["report.md"] and b"reproduced" in first["report.md"]
+    render_paper("mini", tmp_path / "results", tmp_path / "reports", root / "papers")
+    assert {p.name: p.read_bytes() for p in report.rglob("*") if p.is_file()} == first
+
+
+def test_unknown_provider_lists_the_valid_ones(root, tmp_path):
+    with pytest.raises(HarnessError, match="unknown provider 'cloud'; valid providers: local"):
+        reproduce("mini", provider="cloud", papers_dir=root / "papers", results=tmp_path, reports=tmp_path)
+
+
+def test_missing_binaries_say_which_command_builds_them(root, tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.plan.REPO_ROOT", root)
+    with pytest.raises(HarnessError, match=r"not built: bin/cryptogen.*\n  hint: run `invoke build`"):
+        reproduce("mini", "bench", papers_dir=root / "papers", results=tmp_path, reports=tmp_path,
+                  provider_options={"bin_dir": tmp_path / "empty"}, stream=io.StringIO())
+
+
+def test_not_runnable_experiment_is_skipped_with_its_reason(root, tmp_path):
+    out = io.StringIO()
+    assert reproduce("mini", "later", papers_dir=root / "papers", results=tmp_path / "r",
+                     reports=tmp_path / "rep", stream=out) == []
+    assert "skip later: needs a driver nobody wrote" in out.getvalue()
+    assert "needs a driver nobody wrote" in (tmp_path / "r" / "mini" / "skipped.json").read_text()
