@@ -18,7 +18,11 @@ from .errors import HarnessError
 from .tools import ensure_go_bin_on_path, require_tool
 
 APT_PACKAGES = ["protobuf-compiler", "libprotobuf-dev", "prometheus", "prometheus-node-exporter",
-                "openssh-server", "iproute2", "nodejs", "npm"]
+                "openssh-server", "openssh-client", "iproute2", "util-linux", "curl"]
+# Installed from Debian only when the command is absent: on machines whose
+# Node.js comes from another source, npm ships inside that nodejs package and
+# Debian's npm would conflict with it.
+APT_IF_COMMAND_MISSING = {"npm": ["nodejs", "npm"]}
 GO_TOOLS = {"protoc-gen-go": "google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11",
             "protoc-gen-go-grpc": "google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1"}
 
@@ -45,6 +49,9 @@ def missing_apt_packages(packages=APT_PACKAGES) -> list[str]:
 def setup() -> None:
     """Install apt packages, Python requirements and Go tools that are missing, then build."""
     missing = missing_apt_packages()
+    for command, packages in APT_IF_COMMAND_MISSING.items():
+        if not shutil.which(command):
+            missing += packages
     if missing:
         sudo = [] if os.geteuid() == 0 else ["sudo"]
         sh(sudo + ["apt-get", "update"])
@@ -56,6 +63,8 @@ def setup() -> None:
     for tool, module in GO_TOOLS.items():
         if not shutil.which(tool):
             sh(["go", "install", module])
+    if not shutil.which("toxiproxy-server"):
+        sh(["sh", "infra/netns/install-toxiproxy.sh"])  # per-link delay for the netns provider
     build()
 
 
