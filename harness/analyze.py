@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 
 from . import SCHEMA_VERSION
-from .collect import load_point
+from .collect import load_measured
 from .metrics import METRICS, compute_all
 from .rundir import Run, read_json, write_json
 
@@ -34,8 +34,12 @@ def _clean(value):
 
 def point_summary(point_dir: Path, point: dict, status: str, reason: str | None = None,
                   extra: dict | None = None) -> dict:
-    """Build (and write) ``summary.json`` of one point from its parquet tables."""
-    metrics = {k: _clean(v) for k, v in sorted(compute_all(load_point(point_dir)).items())}
+    """Build (and write) ``summary.json`` of one point from its parquet tables.
+
+    Only the measured window counts: an end-to-end point's blocks before the
+    ``first_block`` of its ``measured.json`` (loadgen's setup) are left out.
+    """
+    metrics = {k: _clean(v) for k, v in sorted(compute_all(load_measured(point_dir)).items())}
     valid, invalid_reason = True, None
     limit = point["parameters"].get("max_lag_ms")
     lag = metrics.get("loadgen_max_lag_ms")

@@ -10,10 +10,15 @@ units in every column name and the schema version in the parquet metadata:
     txs.csv         (load generator)                       -> txs.parquet
 
 Each table gains a ``host`` column; rows of several hosts are concatenated.
+The tables keep every block; an end-to-end point also has ``measured.json``
+(written by its playbook) whose ``first_block`` is the first block of the
+measured workload, and ``load_measured`` drops the blocks before it (the
+chaincode deploy and account creations of loadgen's setup phase).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -92,3 +97,37 @@ def load_point(point_dir: Path) -> dict[str, pd.DataFrame]:
     """Every stored table of a point, by name."""
     return {t: read_table(Path(point_dir) / f"{t}.parquet") for t in TABLES
             if (Path(point_dir) / f"{t}.parquet").exists()}
+
+
+#: Tables with a ``block_number`` column, cut to the measured window.
+BLOCK_TABLES = ("blocks", "deliveries")
+
+
+def measured_window(point_dir: Path) -> dict | None:
+    """``measured.json`` of a point (``first_block`` of the measured workload), or None if it has none."""
+    path = Path(point_dir) / "measured.json"
+    if not path.exists():
+        return None
+    window = json.loads(path.read_text())
+    if window.get("schema_version") != SCHEMA_VERSION:
+        raise HarnessError(f"{path}: schema_version {window.get('schema_version')!r} is not supported "
+                           f"(this harness reads {SCHEMA_VERSION})")
+    return window
+
+
+def load_measured(point_dir: Path) -> dict[str, pd.DataFrame]:
+    """The point's tables cut to its measured window: blocks before ``first_block`` are dropped.
+
+    Without ``measured.json`` (the committer benchmark, whose blocks are all
+    measured) the tables are returned whole.
+    """
+    tables = load_point(point_dir)
+    window = measured_window(point_dir)
+    if window is None:
+        return tables
+    first = int(window["first_block"])
+    for name in BLOCK_TABLES:
+        if name in tables:
+            df = tables[name]
+            tables[name] = df[df["block_number"] >= first].reset_index(drop=True)
+    return tables

@@ -6,8 +6,12 @@ Drivers (the catalogue's ``driver`` field):
   identities and the genesis block; ``committerbench`` pre-generates blocks and
   feeds them to the committer, writing the per-block CSV.
 * ``end-to-end``: ``crypto``, then ``orderer`` and ``peer`` started and ready,
-  ``blockwatch`` started on the peer, ``loadgen`` pre-endorses and sends every
-  transaction; the playbook waits for the watcher to see the last block.
+  ``blockwatch`` started on the peer (recording every block from 1 on),
+  ``loadgen`` phase ``setup`` deploys the chaincode and creates the accounts
+  (waiting until they commit), then phase ``transfer`` pre-endorses and sends
+  every measured transaction; the playbook waits until the blocks after the
+  setup blocks carry every acknowledged transfer and writes the first measured
+  block to ``measured.json``, which analysis uses to keep only transfer blocks.
 
 Whatever happens (failure, timeout, Ctrl-C), ``teardown.yml`` stops every
 process by its PID file and fetches logs and raw files into the point's
@@ -57,11 +61,16 @@ def role_variables(driver: str, point: Point) -> dict:
         return {**common, "committerbench_blocks": blocks, "committerbench_block_size": block_size,
                 "committerbench_payload_bytes": payload,
                 "committerbench_timeout_s": timeout}
+    # Setup creates two fresh accounts per transfer (conflict-free) after the
+    # lscc deploy; every data block holds at least one transaction, so the
+    # watcher's last block is at most 1 + accounts + transactions. It is
+    # stopped as soon as every transfer has arrived (playbooks/roles/blockwatch/tasks/wait.yml).
+    accounts = 2 * transactions
     return {**common,
-            "loadgen_transactions": transactions, "loadgen_rate_tps": _param(point, "rate_tps"),
+            "loadgen_transactions": transactions, "loadgen_accounts": accounts, "loadgen_rate_tps": _param(point, "rate_tps"),
             "loadgen_payload_bytes": payload, "loadgen_seed": seed,
             "loadgen_streams": int(_param(point, "loadgen_streams")), "loadgen_timeout_s": timeout,
-            "blockwatch_stop_after": blocks, "blockwatch_timeout_s": timeout}
+            "blockwatch_stop_after": 1 + accounts + transactions, "blockwatch_timeout_s": timeout}
 
 
 def run_point(run: Run, point: Point, driver: str, inventory: Path, controller_work_root: Path,

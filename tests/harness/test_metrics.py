@@ -43,3 +43,19 @@ def test_transactions_are_matched_to_blocks_in_ack_order(tables):
     matched = metrics.tx_commit_times(tables["txs"], tables["deliveries"])
     assert list(matched["tx_id"]) == ["a", "b", "c", "d"]
     assert list(matched["commit_ns"]) == [1_020_000_000] * 2 + [1_040_000_000] * 2
+
+
+def test_measured_window_drops_setup_blocks(tables, tmp_path):
+    """measured.json's first_block cuts blocks and deliveries; txs are kept whole."""
+    from harness.collect import load_measured, write_table
+
+    for name, df in tables.items():
+        write_table(df, tmp_path / f"{name}.parquet", name)
+    whole = load_measured(tmp_path)
+    assert all(len(whole[n]) == len(tables[n]) for n in tables)
+    first = int(tables["blocks"]["block_number"].sort_values().iloc[2])
+    (tmp_path / "measured.json").write_text(json.dumps({"schema_version": 1, "first_block": first}))
+    cut = load_measured(tmp_path)
+    assert (cut["blocks"]["block_number"] >= first).all() and len(cut["blocks"]) == len(tables["blocks"]) - 2
+    assert (cut["deliveries"]["block_number"] >= first).all()
+    assert len(cut["txs"]) == len(tables["txs"])

@@ -69,3 +69,26 @@ def test_not_runnable_experiment_is_skipped_with_its_reason(root, tmp_path):
                      reports=tmp_path / "rep", stream=out) == []
     assert "skip later: needs a driver nobody wrote" in out.getvalue()
     assert "needs a driver nobody wrote" in (tmp_path / "r" / "mini" / "skipped.json").read_text()
+
+
+def test_end_to_end_runs_setup_then_transfer_and_measures_only_transfer_blocks(tmp_path):
+    """fastfabric's end-to-end experiment on the TEST DOUBLE: loadgen runs twice, analysis keeps transfer blocks."""
+    import json
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    (run,) = reproduce("fastfabric", "table1-end-to-end", scale="smoke", repeat=1,
+                       results=tmp_path / "results", reports=tmp_path / "reports", stream=io.StringIO(),
+                       provider_options={"bin_dir": FAKEBIN, "work_root": tmp_path / "work"},
+                       papers_dir=repo / "papers")
+    assert Run.open(run.path).metadata["status"] == "complete"
+    (point,) = (run.path / "points").iterdir()
+    logs = point / "logs" / "localhost"
+    assert (logs / "loadgen-setup.out").exists() and (logs / "loadgen.out").exists()
+    window = json.loads((point / "measured.json").read_text())
+    # 1 deploy + 4000 creates = blocks 1..41 of the double; transfers are blocks 42..61.
+    assert window["first_block"] == 42 and window["transfer_transactions"] == 2000
+    summary = json.loads((point / "summary.json").read_text())
+    assert summary["status"] == "complete"
+    assert summary["metrics"]["throughput_tps"] == pytest.approx(100 / 0.05)
+    assert not list((tmp_path / "work").rglob("*.pid")), "teardown leaves no working files"

@@ -18,7 +18,7 @@ import yaml
 name = os.path.basename(sys.argv[0])
 ap = argparse.ArgumentParser()
 for flag in ("config", "out", "crypto", "channel", "timeout", "batch-size", "batch-timeout",
-             "preferred-max-bytes", "absolute-max-bytes", "orderer-orgs", "peer-orgs", "peers", "clients"):
+             "preferred-max-bytes", "absolute-max-bytes", "orderer-orgs", "peer-orgs", "peers", "clients", "phase"):
     ap.add_argument("--" + flag)
 args = ap.parse_args()
 cfg = yaml.safe_load(open(args.config)) or {} if args.config else {}
@@ -50,23 +50,33 @@ elif name in ("orderer", "peer"):
     s.listen()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if name == "peer":
+        # As the end-to-end playbook's smoke point would commit them: the deploy
+        # (block 1), 4000 account creations, then 2000 transfers, 100 per block.
         with open(cfg["blockLog"], "w") as f:
             f.write(BLOCK_HEADER)
             t = 1_000_000_000
-            for b in range(1, 21):
-                f.write(f"{b},100,100,300000,{t},{t + 1},{t + 2},1,1,1,1,1\n")
+            for b, n in enumerate([1] + [100] * 60, start=1):
+                f.write(f"{b},{n},{n},300000,{t},{t + 1},{t + 2},1,1,1,1,1\n")
                 t += 50_000_000
     while True:
         time.sleep(1)
 elif name == "blockwatch":
+    # stopAfter bounds setup (deploy + creates) plus the transfers: deliver that
+    # many transactions, the deploy alone in block 1, then 100 per block.
+    total = int(cfg["stopAfter"])
+    sizes = [1] + [100] * ((total - 1) // 100) + ([(total - 1) % 100] if (total - 1) % 100 else [])
     with open(args.out, "w") as f:
         f.write("block_number,arrival_ns,tx_count,valid_count,bytes\n")
-        for b in range(1, int(cfg["stopAfter"]) + 1):
-            f.write(f"{b},{1_000_000_000 + b * 50_000_000},100,100,300000\n")
+        for b, n in enumerate(sizes, start=cfg.get("startBlock", 1)):
+            f.write(f"{b},{1_000_000_000 + b * 50_000_000},{n},{n},300000\n")
 elif name == "loadgen":
+    # --phase setup: the deploy and the account creations; transfer: the workload.
+    setup = (args.phase or cfg.get("phase")) == "setup"
+    n = 1 + int(cfg.get("accounts") or 2 * int(cfg["transfer"]["transactions"])) if setup \
+        else int(cfg["transfer"]["transactions"])
     with open(args.out, "w") as f:
         f.write("tx_id,scheduled_ns,submitted_ns,acked_ns,status\n")
-        for i in range(int(cfg["transfer"]["transactions"])):
+        for i in range(n):
             t = 1_000_000_000 + i * 500_000
             f.write(f"tx{i},{t},{t + 1000},{t + 2_000_000},SUCCESS\n")
-    print('{"sent":%d}' % int(cfg["transfer"]["transactions"]))
+    print('{"sent":%d,"acked":%d,"failed":0}' % (n, n))
