@@ -59,6 +59,9 @@ def draw_figure(experiment: dict, summary: dict | None) -> bytes | None:
     metric = experiment.get("metric")
     groups = (summary or {}).get("groups") or []
     published = _published_for(experiment, metric)
+    # A value published as a difference from another configuration ("adds
+    # about 2,000 tx/s") is not a level on the figure's axis: table only.
+    levels = [p for p in published if not p.get("relative_to")]
     if not any((g["metrics"].get(metric) or {}).get("n") for g in groups) and not published:
         return None
     axes = experiment.get("axes") or {}
@@ -69,9 +72,9 @@ def draw_figure(experiment: dict, summary: dict | None) -> bytes | None:
     with plt.rc_context(FIGURE_RC):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if x == "variant":
-            _draw_bars(ax, variants, labels, groups, published, metric)
+            _draw_bars(ax, variants, labels, groups, levels, metric)
         else:
-            _draw_lines(ax, x, variants, labels, groups, published, metric)
+            _draw_lines(ax, x, variants, labels, groups, levels, metric)
             if axes.get("x_scale") == "log":
                 ax.set_xscale("log")
         ax.set_xlabel(axes.get("x_label") or x)
@@ -167,7 +170,9 @@ def _published_text(p: dict) -> str:
     bound = {"lower": "> ", "upper": "< ", "approx": "≈ "}.get(p.get("bound"), "")
     unc = f" ± {fmt(p['uncertainty'])}" if p.get("uncertainty") is not None else ""
     unit = f" {p['unit']}" if p.get("unit") else ""
-    return f"{bound}{fmt(p['value'])}{unc}{unit} ({citation_text(p.get('citation'))})"
+    rel = p.get("relative_to") or {}
+    prefix, suffix = ("+", f" over {rel.get('variant')}") if rel else ("", "")
+    return f"{prefix}{bound}{fmt(p['value'])}{unc}{unit}{suffix} ({citation_text(p.get('citation'))})"
 
 
 def _claims_rows(claims: list[dict], experiment_id: str | None = None) -> list[list[str]]:
