@@ -43,21 +43,23 @@ elif name == "committerbench":
             t += 31_250_000  # 100 tx every 31.25 ms: 3200 tx/s
     time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 elif name in ("orderer", "peer"):
-    host, port = cfg["listenAddress"].rsplit(":", 1)
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((host, int(port)))
-    s.listen()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if name == "peer":
         # As the end-to-end playbook's smoke point would commit them: the deploy
         # (block 1), 4000 account creations, then 2000 transfers, 100 per block.
+        # Written before the port opens (which the playbook takes as ready), so
+        # a teardown under load can never cut the file short.
         with open(cfg["blockLog"], "w") as f:
             f.write(BLOCK_HEADER)
             t = 1_000_000_000
             for b, n in enumerate([1] + [100] * 60, start=1):
                 f.write(f"{b},{n},{n},300000,{t},{t + 1},{t + 2},1,1,1,1,1\n")
                 t += 50_000_000
+    host, port = cfg["listenAddress"].rsplit(":", 1)
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, int(port)))
+    s.listen()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     while True:
         time.sleep(1)
 elif name == "blockwatch":
