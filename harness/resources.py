@@ -41,8 +41,8 @@ RATE_WINDOW = "5s"
 QUERIES = {
     "cpu_util_ratio": '1 - avg(rate(node_cpu_seconds_total{{{sel},mode="idle"}}[{w}]))',
     "mem_used_bytes": 'node_memory_MemTotal_bytes{{{sel}}} - node_memory_MemAvailable_bytes{{{sel}}}',
-    "net_rx_bytes_per_s": 'sum(rate(node_network_receive_bytes_total{{{sel},device="{dev}"}}[{w}]))',
-    "net_tx_bytes_per_s": 'sum(rate(node_network_transmit_bytes_total{{{sel},device="{dev}"}}[{w}]))',
+    "net_rx_bytes_per_s": 'sum(rate(node_network_receive_bytes_total{{{sel},{dev}}}[{w}]))',
+    "net_tx_bytes_per_s": 'sum(rate(node_network_transmit_bytes_total{{{sel},{dev}}}[{w}]))',
     "disk_write_bytes_per_s": 'sum(rate(node_disk_written_bytes_total{{{sel}}}[{w}]))',
 }
 
@@ -55,9 +55,10 @@ class HostTarget:
     roles: list[str]
     address: str
     port: int
-    device: str
+    device: str | None                # None: every device but loopback (a real server's NICs)
     netns: str | None = None          # start the exporter inside this network namespace
     log_dir: Path | None = None
+    external: bool = False            # its node-exporter is started elsewhere (Ansible on a real server)
 
 
 @dataclass
@@ -142,7 +143,7 @@ class ResourceMonitor:
         self.work_dir = Path(self.work_dir)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         try:
-            for t in self.targets:
+            for t in (t for t in self.targets if not t.external):
                 # Debian's exporter skips lo by default; the local provider's traffic is all on lo
                 argv = [exporter, f"--web.listen-address={t.address}:{t.port}", "--no-collector.systemd",
                         "--collector.netdev.device-exclude=^$"]
@@ -212,7 +213,8 @@ class ResourceMonitor:
         for t in self.targets:
             sel = f'host="{t.host}"'
             for metric, q in QUERIES.items():
-                for series in self.query_range(q.format(sel=sel, dev=t.device, w=RATE_WINDOW),
+                dev = f'device="{t.device}"' if t.device else 'device!="lo"'
+                for series in self.query_range(q.format(sel=sel, dev=dev, w=RATE_WINDOW),
                                                start_ns / 1e9, end_ns / 1e9):
                     for ts, val in series["values"]:
                         v = float(val)

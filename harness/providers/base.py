@@ -1,4 +1,21 @@
-"""The provider interface: turn a topology (role -> count) into an Ansible inventory."""
+"""The provider interface: make hosts for a run's layout and describe them as an Ansible inventory.
+
+A run asks for a *layout*: ``{host_role: [component, ...]}``, one host per
+role of the experiment's topology that the driver places a component on (e.g.
+``{"orderer": ["orderer"], "peer": ["peer"], "client": ["blockwatch",
+"loadgen"]}``). The provider makes those hosts exist and answer (``up``), names
+them, and turns the placement into inventory groups, one per component
+(``{"orderer": ["orderer"], "loadgen": ["client"], ...}``). Deployment is then
+the same Ansible roles for every provider. ``down`` removes whatever ``up``
+made; the harness calls it in a ``finally``, so it must be idempotent and
+safe after a partial ``up``.
+
+Every host's variables set ``fabricrepro_work_root`` (where points keep their
+working files on that host), ``fabricrepro_bin_dir`` (where the built commands
+are on that host) and ``fabricrepro_address`` (the name or address other hosts
+dial to reach its services; a netns host is dialled by name so that a delayed
+link's proxy can stand in for it).
+"""
 
 from __future__ import annotations
 
@@ -7,30 +24,59 @@ from pathlib import Path
 
 import yaml
 
+from ..errors import HarnessError
+
 
 class Provider(ABC):
-    """Makes hosts available and describes them as an Ansible inventory.
-
-    An inventory has one group per role (``orderer``, ``peer``, ...) and sets,
-    for every host, ``fabricrepro_work_root`` (where points keep their working
-    files on that host) and ``fabricrepro_bin_dir`` (where the built commands
-    are on that host).
-    """
+    """Makes hosts available and describes them as an Ansible inventory."""
 
     #: The name given to ``--provider``.
     name: str = ""
+    #: Where points keep their working files on the controller (crypto material, ...).
+    work_root: Path
+    #: The built commands on the controller.
+    bin_dir: Path
 
     @abstractmethod
-    def hosts(self, roles: list[str]) -> dict[str, list[str]]:
-        """The hosts that play each role, as ``{role: [host, ...]}``."""
+    def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
+        """Make one host per role of ``layout`` ready; return ``{component: [host, ...]}``.
+
+        ``run_dir`` is the run directory: the provider keeps its own files
+        (logs, generated inventories, Terraform state) there. A host that
+        cannot be made ready raises HarnessError naming it and the reason.
+        """
+
+    def down(self) -> None:
+        """Remove everything ``up`` made (idempotent; also after a failed ``up``)."""
 
     @abstractmethod
     def host_vars(self, host: str) -> dict:
-        """Ansible variables of one host (connection, work root, binary directory)."""
+        """Ansible variables of one host (connection, work root, binary directory, address)."""
 
-    def inventory(self, path: Path, roles: list[str]) -> Path:
-        """Write the YAML inventory for ``roles`` to ``path`` and return it."""
-        groups = self.hosts(roles)
+    def describe(self) -> dict:
+        """What the run records about its hosts in ``metadata.json`` (``cluster``)."""
+        return {"provider": self.name}
+
+    def monitor_targets(self, groups: dict[str, list[str]]) -> list:
+        """The hosts to watch with node-exporter (``resources.HostTarget``), one per host."""
+        return []
+
+    def track(self, popen, name: str) -> None:
+        """Told about every controller process started for the run (e.g. Prometheus)."""
+
+    def apply_links(self, links: list[dict]) -> list[dict]:
+        """Give links between hosts delay and bandwidth; return what was applied."""
+        if links:
+            raise HarnessError(f"the {self.name} provider cannot shape links; "
+                               "use --provider netns (toxiproxy, tc htb) or ssh (tc netem, tbf)")
+        return []
+
+    def unreachable(self) -> dict[str, str]:
+        """Hosts that no longer answer, with the reason (checked after a point fails)."""
+        return {}
+
+    def inventory(self, path: Path, groups: dict[str, list[str]]) -> Path:
+        """Write the YAML inventory of ``groups`` (``{component: [host]}``) to ``path``."""
         all_hosts = sorted({h for hs in groups.values() for h in hs})
         doc = {"all": {"hosts": {h: self.host_vars(h) for h in all_hosts},
                        "children": {role: {"hosts": {h: None for h in hs}} for role, hs in groups.items()}}}
@@ -38,3 +84,12 @@ class Provider(ABC):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(doc, sort_keys=True), encoding="utf-8")
         return path
+
+
+def groups_of(layout: dict[str, list[str]], hosts: dict[str, str]) -> dict[str, list[str]]:
+    """``{component: [host]}`` from a layout and the host each of its roles got."""
+    groups: dict[str, list[str]] = {}
+    for role, components in layout.items():
+        for c in components:
+            groups.setdefault(c, []).append(hosts[role])
+    return groups
