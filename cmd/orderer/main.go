@@ -9,51 +9,12 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
-	"log"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"fabricrepro/internal/config"
+	"fabricrepro/internal/nodecmd"
 	"fabricrepro/internal/orderer/server"
 )
 
 func main() {
-	path := flag.String("config", "orderer.yaml", "configuration file (see orderer.example.yaml)")
-	flag.Parse()
-	log.SetFlags(log.LstdFlags | log.Lmicroseconds | log.LUTC)
-	log.SetPrefix("orderer ")
-
-	cfg, err := server.Load(*path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		var cerr *config.Error
-		if errors.As(err, &cerr) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
-	o, err := server.New(cfg)
-	if err != nil {
-		log.Printf("cannot start: %v", err)
-		os.Exit(1)
-	}
-
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		s := <-sigs
-		log.Printf("received %s, shutting down", s)
-		o.Stop()
-	}()
-	if err := o.Serve(); err != nil {
-		log.Printf("serve: %v", err)
-		o.Stop()
-		os.Exit(1)
-	}
-	o.Stop()
-	log.Printf("stopped")
+	os.Exit(nodecmd.Run("orderer", os.Args, server.Load, server.New))
 }
