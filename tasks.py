@@ -47,7 +47,7 @@ def test(c):
     "paper": "paper id (a file papers/<paper>.yaml)",
     "experiment": "one experiment of the paper (default: all)",
     "scale": "smoke | local | paper",
-    "provider": "where to run: local",
+    "provider": "where to run: local or netns",
     "repeat": "repetitions per configuration (overrides the scale's)",
     "resume": "a run directory to continue with its missing points",
     "set": "override a parameter: name=value (repeatable)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -42,6 +43,41 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
+#: Ansible's line for a task that failed on a host: ``fatal: [peer]: FAILED! => {...}``.
+_FAILURE = re.compile(r"^(?:fatal|failed): \[(?P<host>[^\]]+)\](?: \(item=.*?\))?(?:: (?P<kind>UNREACHABLE|FAILED)!)? => (?P<body>\{.*)$")
+
+
+def ansible_failures(log: Path) -> list[dict]:
+    """The hosts a playbook failed on, in order: ``{host, kind, msg}`` (kind UNREACHABLE or FAILED)."""
+    failures = []
+    try:
+        lines = Path(log).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return failures
+    for line in lines:
+        m = _FAILURE.match(line.strip())
+        if not m:
+            continue
+        try:
+            body = json.loads(m["body"])
+            msg = body.get("msg") or body.get("stderr") or body.get("module_stderr") or ""
+        except ValueError:
+            msg = m["body"]
+        failures.append({"host": m["host"], "kind": m["kind"] or "FAILED", "msg": " ".join(str(msg).split())[:300]})
+    return failures
+
+
+def _failure_text(log: Path) -> str:
+    """``host: reason`` of the first failure in a playbook log ("" when none is found)."""
+    failures = ansible_failures(log)
+    if not failures:
+        return ""
+    f = failures[0]
+    what = "unreachable" if f["kind"] == "UNREACHABLE" else "failed"
+    more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+    return f": host {f['host']} {what}: {f['msg']}{more}"
+
+
 def run_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,
                  timeout: float | None = None, tags: list[str] | None = None) -> None:
     """Run ``playbooks/<playbook>`` with ``variables`` as extra vars, output to ``log``.
@@ -72,4 +108,4 @@ def run_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,
             _stop(proc)
             raise
     if rc != 0:
-        raise HarnessError(f"playbook {playbook} failed (exit {rc})", log=str(log))
+        raise HarnessError(f"playbook {playbook} failed (exit {rc}){_failure_text(log)}", log=str(log))

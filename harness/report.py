@@ -184,8 +184,77 @@ def _claims_rows(claims: list[dict], experiment_id: str | None = None) -> list[l
 CLAIM_HEADERS = ["claim", "expected", "measured", "verdict", "reason"]
 
 
-def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tuple], list[dict], bytes | None]:
-    """The report blocks of one experiment with a stored run, its claim verdicts and its figure."""
+#: Per-host resource figures drawn per run (the table covers every point; the data is in each point's metrics/).
+MAX_RESOURCE_FIGURES = 4
+
+
+def _links_text(run_meta: dict) -> str:
+    links = (run_meta.get("cluster") or {}).get("links") or []
+    if not links:
+        return "Links: not shaped (the experiment sets no network delay or bandwidth)."
+    parts = []
+    for l in links:
+        shape = ", ".join(x for x in (f"+{l['delay_ms']} ms each way" if l.get("delay_ms") else "",
+                                      f"{l['rate_mbit']} Mbit/s" if l.get("rate_mbit") else "") if x)
+        how = (" via " + " and ".join(m for m in (l.get("delay_method"), l.get("rate_method")) if m)
+               if l.get("applied", True) else f" not applied: {l.get('reason')}")
+        parts.append(f"{l['from']}→{l['to']} {shape}{how}")
+    return "Links: " + "; ".join(parts) + "."
+
+
+def resource_blocks(run, figure_prefix: str) -> list[tuple]:
+    """Per-host CPU, memory, network and disk of each point (node-exporter via the run's Prometheus)."""
+    import pandas as pd
+
+    from .resources import plot_resources
+    from .rundir import read_json
+
+    rows, figures = [], []
+    for point_dir in sorted((run.path / "points").iterdir()):
+        rjson = point_dir / "metrics" / "resources.json"
+        if not rjson.is_file():
+            continue
+        doc = read_json(rjson)
+        for host, h in sorted(doc["hosts"].items()):
+            m = h.get("metrics", {})
+
+            def stat(name, key="mean", scale=1.0, digits=1):
+                v = (m.get(name) or {}).get(key)
+                return "–" if v is None else f"{v * scale:.{digits}f}"
+            rows.append([point_dir.name, host, ",".join(h.get("roles", [])),
+                         f"{stat('cpu_util_ratio', scale=100)} / {stat('cpu_util_ratio', 'max', 100)}",
+                         f"{stat('net_rx_bytes_per_s', scale=1e-6, digits=2)} / {stat('net_rx_bytes_per_s', 'max', 1e-6, 2)}",
+                         f"{stat('net_tx_bytes_per_s', scale=1e-6, digits=2)} / {stat('net_tx_bytes_per_s', 'max', 1e-6, 2)}",
+                         stat("mem_used_bytes", "max", 1e-9, 2), stat("disk_write_bytes_per_s", scale=1e-6, digits=2)])
+        parquet = point_dir / "metrics" / "resources.parquet"
+        if len(figures) < MAX_RESOURCE_FIGURES and parquet.is_file():
+            df = pd.read_parquet(parquet)
+            if len(df):
+                figures.append(("img", f"{figure_prefix}-{point_dir.name}-resources.png", plot_resources(df, None),
+                                f"Per-host resources of point {point_dir.name}, one line per host."))
+    if not rows:
+        return []
+    provider = run.metadata.get("provider")
+    shared = ("CPU and memory are this machine's, shared by every host of the run; network is each host's own "
+              "interface. " if provider in ("local", "netns") else "")
+    hosts = (run.metadata.get("cluster") or {}).get("hosts") or {}
+    blocks = [("p", f"**Per-host resources** (provider {provider}, {len(hosts) or 1} host(s); node-exporter scraped "
+                    f"every second by the run's Prometheus; mean / max over each point). {shared}"
+                    + _links_text(run.metadata)),
+              ("table", ["point", "host", "roles", "CPU % mean / max", "net rx MB/s mean / max",
+                         "net tx MB/s mean / max", "memory GB max", "disk write MB/s mean"], rows)]
+    not_deployed = run.metadata.get("topology_not_deployed") or {}
+    if not_deployed:
+        blocks.append(("p", "Roles of the paper's topology this build does not deploy yet: "
+                            + ", ".join(f"{r} ×{n}" for r, n in sorted(not_deployed.items())) + "."))
+    if len(figures) < sum(1 for d in (run.path / "points").iterdir() if (d / "metrics").is_dir()):
+        blocks.append(("p", f"Figures for the first {len(figures)} points; every point's samples are in "
+                            "`points/<point>/metrics/resources.parquet`."))
+    return blocks + figures
+
+
+def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tuple], list[dict]]:
+    """The report blocks (figures inline as PNG bytes) of one experiment with a stored run, and its claim verdicts."""
     summary = analyze_run(run)
     stored = run.stored("experiment")["experiment"]
     resolved = run.stored("resolved")
@@ -204,7 +273,8 @@ def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tup
         blocks.append(("table", headers, rows))
     if summary["claims"]:
         blocks.append(("table", CLAIM_HEADERS, _claims_rows(summary["claims"])))
-    return blocks, summary["claims"], png
+    blocks += resource_blocks(run, figure_name.removesuffix(".png"))
+    return blocks, summary["claims"]
 
 
 def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path | None = None) -> Path:
@@ -224,13 +294,13 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
                                      experiment.get("not_runnable_reason") or "not runnable"])
             continue
         figure = f"figures/{experiment['id']}.png"
-        blocks, claims, png = experiment_blocks(experiment, run, figure)
+        blocks, claims = experiment_blocks(experiment, run, figure)
         body += blocks
         all_claims += [[experiment["id"]] + r for r in _claims_rows(claims)]
-        if png:
-            (out / figure).write_bytes(png)
+        for _, name, png, _caption in (b for b in blocks if b[0] == "img"):
+            (out / name).write_bytes(png)
             (run.path / "figures").mkdir(exist_ok=True)
-            (run.path / figure).write_bytes(png)
+            (run.path / name).write_bytes(png)
         (run.path / "report.md").write_text(to_markdown(blocks), encoding="utf-8")
 
     head = [("h1", f"{info['title']}"),

@@ -8,6 +8,7 @@ reason printed and recorded in ``results/<paper>/skipped.json``.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from . import REPO_ROOT, SCHEMA_VERSION
@@ -19,7 +20,8 @@ from .progress import Progress
 from .providers import PROVIDERS, get_provider
 from .report import render_paper
 from .rundir import Run, git_state, write_json
-from .runner import DRIVERS, run_point
+from .resources import ResourceMonitor
+from .runner import DRIVERS, host_ports, layout, run_point
 from .tools import require_binaries, require_tool
 
 RESULTS = REPO_ROOT / "results"
@@ -35,27 +37,99 @@ def skip_reason(experiment: dict) -> str | None:
     return None
 
 
+def network_links(experiment: dict, driver: str, hosts: dict[str, list[str]]) -> list[dict]:
+    """The links the experiment's ``network`` asks for between the run's hosts.
+
+    ``network.rate_mbit`` / ``network.delay_ms`` apply to every ordered pair of
+    hosts; ``network.links`` (``{from, to, delay_ms, rate_mbit}`` by topology
+    role) override single pairs. A delayed link proxies the ports of the
+    servers on its ``to`` host (clients only dial out, so delay towards a host
+    without servers has nothing to act on and is left out).
+    """
+    net = experiment.get("network") or {}
+    pairs: dict[tuple[str, str], dict] = {}
+    default = {k: net[k] for k in ("rate_mbit", "delay_ms") if net.get(k)}
+    if default:
+        for a in hosts:
+            for b in hosts:
+                if a != b:
+                    pairs[(a, b)] = dict(default)
+    for link in net.get("links", []):
+        for end in ("from", "to"):
+            if link[end] not in hosts:
+                raise HarnessError(f"experiment {experiment['id']}: network link {link['from']}->{link['to']}: "
+                                   f"{link[end]!r} is not a host of this run (hosts: {', '.join(hosts)})")
+        pairs[(link["from"], link["to"])] = {k: link[k] for k in ("rate_mbit", "delay_ms") if link.get(k)}
+    links = []
+    for (a, b), shape in sorted(pairs.items()):
+        ports = host_ports(driver, hosts[b])
+        if shape.get("delay_ms") and not ports:
+            shape.pop("delay_ms")
+        if shape:
+            links.append({"from": a, "to": b, **shape, **({"ports": ports} if shape.get("delay_ms") else {})})
+    return links
+
+
 def _run_plan(plan: Plan, run: Run, provider, progress: Progress) -> None:
-    """Run the pending points of ``plan`` in ``run``, then analyze it; marks the run's outcome."""
+    """Bring the hosts up, run the pending points of ``plan``, analyze; always take the hosts down.
+
+    Per-host metrics (node-exporter, one Prometheus) cover the whole run and
+    are stored per point. A point that fails is followed by a check of the
+    hosts: one that no longer answers ends the run at once, naming it.
+    """
     experiment = plan.experiment
     driver = experiment["driver"]
-    roles = DRIVERS[driver]["roles"]
-    inventory = provider.inventory(run.path / "inventory.yml", roles)
-    todo = pending(plan, run.path)
-    progress.total, progress.done = len(plan.points), len(plan.points) - len(todo)
-    failed = 0
-    for point in todo:
-        progress.start(point.id)
-        summary = run_point(run, point, driver, inventory, provider.work_root, provider.bin_dir)
-        metric = experiment.get("metric")
-        value = summary["metrics"].get(metric)
-        detail = summary.get("reason") or (f"{metric} = {value}" if value is not None else "")
-        progress.finish(point.id, summary["status"], detail, log=summary.get("log"))
-        failed += summary["status"] != "complete"
-    if failed:
-        run.metadata["outcome"] = ("failed", f"{failed} of {len(todo)} points failed; "
-                                             f"`invoke reproduce --resume {run.path}` re-runs them")
+    hosts = layout(driver)
+    monitor = None
+    try:
+        groups = provider.up(hosts, run.path)
+        inventory = provider.inventory(run.path / "inventory.yml", groups)
+        links = provider.apply_links(network_links(experiment, driver, hosts))
+        run.metadata.update({"layout": hosts, "roles": groups, "cluster": {**provider.describe(), "links": links},
+                             "topology_not_deployed": _not_deployed(experiment, hosts)})
+        run.save()
+        monitor = ResourceMonitor(run.path / "provider" / "monitor", provider.monitor_targets(groups),
+                                  track=provider.track).start()
+        todo = pending(plan, run.path)
+        progress.total, progress.done = len(plan.points), len(plan.points) - len(todo)
+        failed = 0
+        for point in todo:
+            progress.start(point.id)
+            started_ns = time.time_ns()
+            summary = run_point(run, point, driver, inventory, provider.work_root, provider.bin_dir)
+            _collect_resources(monitor, started_ns, time.time_ns(), run.point_dir(point.id), progress)
+            metric = experiment.get("metric")
+            value = summary["metrics"].get(metric)
+            detail = summary.get("reason") or (f"{metric} = {value}" if value is not None else "")
+            progress.finish(point.id, summary["status"], detail, log=summary.get("log"))
+            if summary["status"] != "complete":
+                failed += 1
+                lost = provider.unreachable()
+                if lost:
+                    raise HarnessError("host(s) lost during point " + point.id + ": "
+                                       + "; ".join(f"{h}: {why}" for h, why in sorted(lost.items())))
+        if failed:
+            run.metadata["outcome"] = ("failed", f"{failed} of {len(todo)} points failed; "
+                                                 f"`invoke reproduce --resume {run.path}` re-runs them")
+    finally:
+        if monitor:
+            monitor.stop()
+        provider.down()
     analyze_run(run)
+
+
+def _collect_resources(monitor: ResourceMonitor, start_ns: int, end_ns: int, point_dir: Path,
+                       progress: Progress) -> None:
+    """Store the point's per-host metrics in ``points/<point>/metrics/``; a failure is reported, not fatal."""
+    try:
+        monitor.collect(start_ns, end_ns, point_dir / "metrics")
+    except HarnessError as e:
+        progress.message(f"per-host metrics of {point_dir.name} not stored: {e}")
+
+
+def _not_deployed(experiment: dict, hosts: dict[str, list[str]]) -> dict[str, int]:
+    """Roles of the paper's topology that this build does not deploy (e.g. Kafka before it exists)."""
+    return {role: n for role, n in (experiment.get("topology") or {}).items() if n and role not in hosts}
 
 
 def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smoke", provider: str = "local",
@@ -98,7 +172,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         else:
             plan = make_plan(paper, experiment, scale, overrides=overrides, repeat=repeat)
             run = Run.create(results, paper.doc["paper"], experiment, plan.resolved, provider=provider,
-                             build=_build(plan), roles=provider_.hosts(DRIVERS[experiment["driver"]]["roles"]),
+                             build=_build(plan), roles=layout(experiment["driver"]),
                              seed=plan.resolved["parameters"].get("seed", {}).get("value"))
         runs.append(run)
         progress = Progress(len(plan.points), title=experiment["id"], stream=stream)

@@ -267,9 +267,12 @@ def summarize(df, start_ns: int, end_ns: int, targets: list[HostTarget] | None =
             "queries": dict(QUERIES), "hosts": hosts}
 
 
-def plot_resources(df, path: Path, metrics: tuple[str, ...] = ("cpu_util_ratio", "net_rx_bytes_per_s",
+def plot_resources(df, path: Path | None, metrics: tuple[str, ...] = ("cpu_util_ratio", "net_rx_bytes_per_s",
                                                               "net_tx_bytes_per_s", "mem_used_bytes")) -> Path:
-    """One panel per metric, one line per host; a deterministic PNG for the report."""
+    """One panel per metric, one line per host; a deterministic PNG for the report.
+
+    Written to ``path`` (returned), or returned as PNG bytes when ``path`` is None.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -287,6 +290,12 @@ def plot_resources(df, path: Path, metrics: tuple[str, ...] = ("cpu_util_ratio",
     if len(df):
         axes[0, 0].legend(fontsize=7, ncol=4, loc="upper right")
     fig.tight_layout()
+    if path is None:
+        import io
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+        plt.close(fig)
+        return buf.getvalue()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, metadata={"Software": None})

@@ -31,13 +31,34 @@ from .errors import HarnessError, Interrupted
 from .plan import Point
 from .rundir import Run, write_json
 
-#: Per driver: the playbook, the roles it deploys (in start order) and the commands it needs.
+#: Per driver: the playbook, the roles it deploys (in start order), the commands it
+#: needs, where each component runs (``placement``: component -> the topology role
+#: of its host; ``crypto`` runs on the controller) and the TCP ports its servers
+#: listen on (what a delayed link to that host proxies).
 DRIVERS = {
     "committer-bench": {"playbook": "committer-bench.yml", "roles": ["crypto", "committerbench"],
-                        "binaries": ["cryptogen", "configtxgen", "committerbench"]},
+                        "binaries": ["cryptogen", "configtxgen", "committerbench"],
+                        "placement": {"committerbench": "peer"}, "ports": {}},
     "end-to-end": {"playbook": "end-to-end.yml", "roles": ["crypto", "orderer", "peer", "blockwatch", "loadgen"],
-                   "binaries": ["cryptogen", "configtxgen", "orderer", "peer", "blockwatch", "loadgen"]},
+                   "binaries": ["cryptogen", "configtxgen", "orderer", "peer", "blockwatch", "loadgen"],
+                   # the block watcher is a client of the peer: it sits with the load generator,
+                   # as FastFabric's client server measured from outside the peer
+                   "placement": {"orderer": "orderer", "peer": "peer", "blockwatch": "client", "loadgen": "client"},
+                   "ports": {"orderer": [7050], "peer": [7051]}},
 }
+
+
+def layout(driver: str) -> dict[str, list[str]]:
+    """``{host_role: [component, ...]}``: the hosts a driver's components need."""
+    out: dict[str, list[str]] = {}
+    for component, role in DRIVERS[driver]["placement"].items():
+        out.setdefault(role, []).append(component)
+    return out
+
+
+def host_ports(driver: str, components: list[str]) -> list[int]:
+    """The ports the servers among ``components`` listen on."""
+    return sorted({p for c in components for p in DRIVERS[driver]["ports"].get(c, [])})
 
 
 def _param(point: Point, name: str):

@@ -1,14 +1,15 @@
-"""Providers produce an Ansible inventory of hosts; deployment is the same for all of them.
+"""Providers make a run's hosts and describe them as an Ansible inventory; deployment is the same for all.
 
-Add a provider by subclassing ``Provider`` and registering it in ``PROVIDERS``
-(``netns``, ``ssh`` and ``aws`` are planned, see ARCHITECTURE).
+``local`` runs every role on this machine, ``netns`` on network-namespace hosts
+of this machine reached over SSH (see base.py for the interface).
 """
 
 from ..errors import choose
 from .base import Provider
 from .local import LocalProvider
+from .netns import NetnsProvider
 
-PROVIDERS: dict[str, type[Provider]] = {LocalProvider.name: LocalProvider}
+PROVIDERS: dict[str, type[Provider]] = {p.name: p for p in (LocalProvider, NetnsProvider)}
 
 
 def get_provider(name: str, **kwargs) -> Provider:

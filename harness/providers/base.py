@@ -24,7 +24,6 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import HarnessError
 
 
 class Provider(ABC):
@@ -65,11 +64,16 @@ class Provider(ABC):
         """Told about every controller process started for the run (e.g. Prometheus)."""
 
     def apply_links(self, links: list[dict]) -> list[dict]:
-        """Give links between hosts delay and bandwidth; return what was applied."""
-        if links:
-            raise HarnessError(f"the {self.name} provider cannot shape links; "
-                               "use --provider netns (toxiproxy, tc htb) or ssh (tc netem, tbf)")
-        return []
+        """Give links between hosts delay and bandwidth; return what was (or was not) applied.
+
+        A provider that cannot shape links (all roles on one loopback) records
+        each link as not applied, with the reason, instead of failing: the
+        report then says the network of the paper was not emulated.
+        """
+        return [{**link, "applied": False,
+                 "reason": f"the {self.name} provider runs every role on one host; "
+                           "use --provider netns (toxiproxy, tc htb) or ssh/aws (tc netem, tbf)"}
+                for link in links]
 
     def unreachable(self) -> dict[str, str]:
         """Hosts that no longer answer, with the reason (checked after a point fails)."""

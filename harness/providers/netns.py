@@ -224,7 +224,8 @@ class NetnsCluster:
     """
 
     def __init__(self, work_dir: Path, hosts: int | list[str], roles: dict[str, list[str]] | None = None,
-                 prefix: str | None = None, ssh_timeout_s: float = 30.0, bin_dir: Path | None = None):
+                 prefix: str | None = None, ssh_timeout_s: float = 30.0, bin_dir: Path | None = None,
+                 handle_signals: bool = True):
         self.work_dir = Path(work_dir).resolve()
         self.hosts: list[str] = [f"h{i}" for i in range(1, hosts + 1)] if isinstance(hosts, int) else list(hosts)
         if not self.hosts:
@@ -246,6 +247,9 @@ class NetnsCluster:
             raise HarnessError(f"netns prefix must look like 'fr-' + 1-9 lowercase letters or digits, got {self.prefix!r}")
         self.ssh_timeout_s = ssh_timeout_s
         self.bin_dir = Path(bin_dir) if bin_dir else None
+        # False when the caller turns signals into an exception and tears down in
+        # its own ``finally`` (the harness does, so that logs are fetched first)
+        self.handle_signals = handle_signals
         self.subnet_k: int | None = None
         self.key_path = self.work_dir / "ssh" / "id_ed25519"
         self.inventory_path = self.work_dir / "inventory.yaml"
@@ -311,7 +315,8 @@ class NetnsCluster:
         the exception propagates.
         """
         preflight()
-        self._install_signal_handlers()
+        if self.handle_signals:
+            self._install_signal_handlers()
         atexit.register(self.teardown)
         try:
             self._started = True
@@ -587,15 +592,16 @@ class NetnsCluster:
     def apply_links(self, links: list[dict]) -> list[dict]:
         """Give links delay (toxiproxy) and bandwidth (tc htb); return and keep what was applied.
 
-        Each link is ``{from, to, port, delay_ms, rate_mbit}`` (``port`` needed
-        for delay; ``rate_mbit`` alone may omit it). Delay: a toxiproxy in the
-        ``to`` host's namespace listens on a new address of ``to`` (a "link
-        address") at ``port`` and forwards to ``to``'s own address; the ``from``
-        host's /etc/hosts maps ``to``'s name to the link address, so a client
-        that dials the host by name goes through the proxy. ``delay_ms`` is
-        added to each direction (RTT grows by 2 x delay_ms). Bandwidth: an htb
-        class of ``rate_mbit`` on ``from``'s eth0 for packets to ``to`` (and to
-        its link address). The result goes in the run's metadata.
+        Each link is ``{from, to, ports, delay_ms, rate_mbit}`` (``ports``, or a
+        single ``port``, needed for delay; ``rate_mbit`` alone may omit them).
+        Delay: a toxiproxy in the ``to`` host's namespace listens on a new
+        address of ``to`` (a "link address") at each port and forwards to
+        ``to``'s own address; the ``from`` host's /etc/hosts maps ``to``'s name
+        to the link address, so a client that dials the host by name goes
+        through the proxy. ``delay_ms`` is added to each direction (RTT grows by
+        2 x delay_ms). Bandwidth: an htb class of ``rate_mbit`` on ``from``'s
+        eth0 for packets to ``to`` (and to its link address). The result goes
+        in the run's metadata.
         """
         applied = []
         shaped: dict[str, list[dict]] = {}
@@ -605,14 +611,15 @@ class NetnsCluster:
             for h in (src, dst):
                 if h not in self.hosts:
                     raise HarnessError(f"link {src}->{dst}: unknown host {h!r}; hosts: {', '.join(self.hosts)}")
-            rec = {"from": src, "to": dst, "port": link.get("port"), "delay_ms": link.get("delay_ms"),
+            ports = [int(p) for p in (link.get("ports") or ([link["port"]] if link.get("port") else []))]
+            rec = {"from": src, "to": dst, "ports": ports, "delay_ms": link.get("delay_ms"),
                    "rate_mbit": link.get("rate_mbit"), "delay_method": None, "rate_method": None}
             if link.get("delay_ms"):
-                if not link.get("port"):
-                    raise HarnessError(f"link {src}->{dst}: delay_ms needs a port (toxiproxy proxies one TCP port)")
+                if not ports:
+                    raise HarnessError(f"link {src}->{dst}: delay_ms needs a port (toxiproxy proxies TCP ports)")
                 if dst not in toxi_ports:
                     toxi_ports[dst] = self._start_toxiproxy(dst)
-                rec.update(self._add_delay(src, dst, int(link["port"]), float(link["delay_ms"]), toxi_ports[dst]))
+                rec.update(self._add_delay(src, dst, ports, float(link["delay_ms"]), toxi_ports[dst]))
             if link.get("rate_mbit"):
                 shaped.setdefault(src, []).append(rec)
             applied.append(rec)
@@ -637,21 +644,24 @@ class NetnsCluster:
                                        log=str(self.host_dir(host) / "toxiproxy.log"))
                 time.sleep(0.1)
 
-    def _add_delay(self, src: str, dst: str, port: int, delay_ms: float, api: str) -> dict:
+    def _add_delay(self, src: str, dst: str, ports: list[int], delay_ms: float, api: str) -> dict:
         if self._link_addr_next > LINK_ADDR_LAST:
             raise HarnessError(f"too many delayed links (at most {LINK_ADDR_LAST - LINK_ADDR_FIRST + 1})")
         addr = f"{SUBNET_BASE}.{self.subnet_k}.{self._link_addr_next}"
         self._link_addr_next += 1
         _run(["ip", "-n", self.netns(dst), "addr", "add", f"{addr}/32", "dev", "eth0"])
-        name = f"{src}-{dst}-{port}"
-        _http_json("POST", f"{api}/proxies", {"name": name, "listen": f"{addr}:{port}",
-                                              "upstream": f"{self.ip(dst)}:{port}", "enabled": True})
-        for stream in ("upstream", "downstream"):
-            _http_json("POST", f"{api}/proxies/{name}/toxics",
-                       {"name": f"latency_{stream}", "type": "latency", "stream": stream,
-                        "toxicity": 1.0, "attributes": {"latency": int(round(delay_ms)), "jitter": 0}})
+        proxies = []
+        for port in ports:
+            name = f"{src}-{dst}-{port}"
+            _http_json("POST", f"{api}/proxies", {"name": name, "listen": f"{addr}:{port}",
+                                                  "upstream": f"{self.ip(dst)}:{port}", "enabled": True})
+            for stream in ("upstream", "downstream"):
+                _http_json("POST", f"{api}/proxies/{name}/toxics",
+                           {"name": f"latency_{stream}", "type": "latency", "stream": stream,
+                            "toxicity": 1.0, "attributes": {"latency": int(round(delay_ms)), "jitter": 0}})
+            proxies.append(name)
         self._map_name(src, dst, addr)
-        return {"delay_method": "toxiproxy", "link_addr": addr, "proxy": name, "toxiproxy_api": api,
+        return {"delay_method": "toxiproxy", "link_addr": addr, "proxies": proxies, "toxiproxy_api": api,
                 "toxiproxy_version": TOXIPROXY_VERSION, "rtt_added_ms": 2 * int(round(delay_ms))}
 
     def _map_name(self, src: str, dst: str, addr: str) -> None:
@@ -770,63 +780,101 @@ def list_clusters() -> dict[str, list[str]]:
 # ---------------------------------------------------------------- provider adapter
 
 class NetnsProvider(Provider):  # type: ignore[misc]
-    """``--provider netns``: one namespace host per role instance, brought up by ``up()``.
+    """``--provider netns``: one namespace host per role of the run's layout, reached over SSH.
 
-    ``hosts(roles)`` names one host per role (``orderer``, ``peer``...; a role
-    given several times gets ``peer1``, ``peer2``...). Call ``up(roles)``
-    before deploying and ``down()`` (or use it as a context manager) after.
+    ``up(layout, run_dir)`` makes a host named after each role (``orderer``,
+    ``peer``, ``client``...; ``_`` becomes ``-``), its files under
+    ``run_dir/provider/netns`` (sshd, node-exporter and toxiproxy logs stay
+    with the run; keys are deleted at ``down()``). Hosts share this machine's
+    file system, so the built commands are used where they are. Clusters left
+    by a harness that was killed (its PID gone) are removed first.
     """
 
     name = "netns"
 
     def __init__(self, work_root: Path | None = None, bin_dir: Path | None = None, ssh_timeout_s: float = 30.0):
-        self.work_root = Path(work_root) if work_root else Path.cwd() / "build" / "netns"
-        self.bin_dir = Path(bin_dir) if bin_dir else None
+        from .. import REPO_ROOT
+        self.work_root = Path(work_root or REPO_ROOT / "build" / "work")
+        self.bin_dir = Path(bin_dir or REPO_ROOT / "bin")
         self.ssh_timeout_s = ssh_timeout_s
         self.cluster: NetnsCluster | None = None
+        self.orphans_removed: list[dict] = []
 
     @staticmethod
-    def _names(roles: list[str]) -> dict[str, list[str]]:
-        counts = {r: roles.count(r) for r in roles}
-        seen: dict[str, int] = {}
-        out: dict[str, list[str]] = {}
-        for r in roles:
-            seen[r] = seen.get(r, 0) + 1
-            host = r if counts[r] == 1 else f"{r}{seen[r]}"
-            out.setdefault(r, []).append(host.replace("_", "-"))
-        return out
+    def host_name(role: str) -> str:
+        return role.replace("_", "-")
 
-    def hosts(self, roles: list[str]) -> dict[str, list[str]]:
-        """``{role: [host]}``: one host per entry of ``roles``."""
-        return self._names(roles)
-
-    def up(self, roles: list[str]) -> NetnsCluster:
-        """Create the cluster for ``roles`` and wait until every host answers SSH."""
-        groups = self._names(roles)
-        host_roles: dict[str, list[str]] = {}
-        for r, hs in groups.items():
-            for h in hs:
-                host_roles.setdefault(h, []).append(r)
-        self.cluster = NetnsCluster(self.work_root, list(host_roles), roles=host_roles,
-                                    ssh_timeout_s=self.ssh_timeout_s, bin_dir=self.bin_dir)
-        return self.cluster.start()
+    def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
+        """Create one host per role of ``layout`` and wait until each answers SSH."""
+        from .base import groups_of
+        self.orphans_removed = cleanup_orphans()
+        hosts = {role: self.host_name(role) for role in layout}
+        self.cluster = NetnsCluster(Path(run_dir) / "provider" / "netns", list(hosts.values()),
+                                    roles={hosts[r]: list(cs) for r, cs in layout.items()},
+                                    ssh_timeout_s=self.ssh_timeout_s, bin_dir=self.bin_dir, handle_signals=False)
+        self.cluster.start()
+        return groups_of(layout, hosts)
 
     def down(self) -> None:
         """Tear the cluster down (idempotent)."""
         if self.cluster:
             self.cluster.teardown()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.down()
+    def _up(self) -> NetnsCluster:
+        if not self.cluster:
+            raise HarnessError("netns provider: call up(layout, run_dir) first")
+        return self.cluster
 
     def host_vars(self, host: str) -> dict:
-        """Ansible variables of ``host`` (the cluster must be up)."""
-        if not self.cluster:
-            raise HarnessError("netns provider: call up(roles) before asking for host variables")
-        return self.cluster.host_vars(host)
+        """Ansible variables of ``host``; services are dialled by host name (see ``apply_links``)."""
+        return {**self._up().host_vars(host), "fabricrepro_address": host}
+
+    def describe(self) -> dict:
+        d = self._up().describe() if self.cluster else {"provider": self.name}
+        if self.orphans_removed:
+            d["orphans_removed"] = [o["prefix"] for o in self.orphans_removed]
+        return d
+
+    def monitor_targets(self, groups: dict[str, list[str]]) -> list:
+        from ..resources import netns_targets
+        return netns_targets(self._up())
+
+    def track(self, popen, name: str) -> None:
+        self._up().track(popen, name)
+
+    def apply_links(self, links: list[dict]) -> list[dict]:
+        return self._up().apply_links([{**l, "from": self.host_name(l["from"]), "to": self.host_name(l["to"])}
+                                       for l in links])
+
+    def unreachable(self) -> dict[str, str]:
+        """Hosts whose namespace or sshd is gone (a host that died mid-run)."""
+        c = self._up()
+        present = set(netns_list())
+        out = {}
+        for h in c.hosts:
+            if c.netns(h) not in present:
+                out[h] = f"namespace {c.netns(h)} is gone"
+                continue
+            sshd = next((p for p in c._procs if p["name"] == f"sshd@{h}"), None)
+            if sshd and not _alive(sshd["pid"], sshd["start_time"]):
+                out[h] = f"its sshd (PID {sshd['pid']}) has exited"
+        return out
+
+
+def cleanup_orphans() -> list[dict]:
+    """Remove clusters whose owner process is gone (a harness killed with SIGKILL); return them."""
+    done = []
+    if not REGISTRY_DIR.is_dir():
+        return done
+    for f in sorted(REGISTRY_DIR.glob(f"{PREFIX_ROOT}*.json")):
+        try:
+            state = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        owner = state.get("owner_pid")
+        if owner and _start_time(int(owner)) is None:
+            done.append({"prefix": state.get("prefix"), **cleanup_state(state)})
+    return done
 
 
 def main(argv: list[str] | None = None) -> int:
