@@ -271,20 +271,28 @@ def test_missing_toxiproxy_says_how_to_install(monkeypatch, tmp_path):
     assert "go install github.com/Shopify/toxiproxy" in str(e.value)
 
 
-def test_provider_one_host_per_role(tmp_path):
-    p = N.NetnsProvider(work_root=tmp_path, bin_dir=tmp_path / "bin")
-    roles = ["orderer", "peer", "peer"]
-    assert p.hosts(roles) == {"orderer": ["orderer"], "peer": ["peer1", "peer2"]}
-    with p:
-        c = p.up(roles)
-        assert c.hosts == ["orderer", "peer1", "peer2"]
-        out = subprocess.run(c.ssh_argv("peer2") + ["hostname"], capture_output=True, text=True)
-        assert out.stdout.strip() == "peer2"
-        assert p.host_vars("peer1")["fabricrepro_bin_dir"] == str(tmp_path / "bin")
-        if hasattr(p, "inventory"):  # providers.base.Provider
-            import yaml
-            inv = yaml.safe_load(p.inventory(tmp_path / "inv.yaml", roles).read_text())
-            assert set(inv["all"]["children"]["peer"]["hosts"]) == {"peer1", "peer2"}
+def test_provider_one_host_per_layout_role(tmp_path):
+    p = N.NetnsProvider(work_root=tmp_path / "work", bin_dir=tmp_path / "bin")
+    layout = {"orderer": ["orderer"], "peer": ["peer"], "client": ["blockwatch", "loadgen"]}
+    try:
+        groups = p.up(layout, tmp_path / "run")
+        assert groups == {"orderer": ["orderer"], "peer": ["peer"], "blockwatch": ["client"], "loadgen": ["client"]}
+        c = p.cluster
+        assert c.hosts == ["orderer", "peer", "client"]
+        out = subprocess.run(c.ssh_argv("client") + ["hostname"], capture_output=True, text=True)
+        assert out.stdout.strip() == "client"
+        hv = p.host_vars("peer")
+        assert hv["fabricrepro_bin_dir"] == str(tmp_path / "bin") and hv["fabricrepro_address"] == "peer"
+        import yaml
+        inv = yaml.safe_load(p.inventory(tmp_path / "inv.yaml", groups).read_text())
+        assert set(inv["all"]["children"]["loadgen"]["hosts"]) == {"client"}
+        assert p.unreachable() == {}
+        sshd = next(x for x in c._procs if x["name"] == "sshd@peer")
+        os.kill(sshd["pid"], signal.SIGKILL)
+        sshd["popen"].wait(5)
+        assert "sshd" in p.unreachable()["peer"]
+    finally:
+        p.down()
     assert_gone(c.prefix)
 
 

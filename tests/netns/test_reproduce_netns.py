@@ -1,0 +1,108 @@
+"""``invoke reproduce --provider netns`` on the TEST DOUBLE of bin/ (tests/harness/fakebin).
+
+The Go commands are replaced by the double, which writes contract-shaped files
+and measures nothing; what is tested is the multi-host path: one namespace
+host per role of the layout, deployment over SSH with the same roles as the
+local provider, links shaped from the experiment's ``network``, per-host
+metrics stored per point and shown in the report, and no namespace, sshd or
+role process left afterwards, including when a host dies.
+"""
+
+import io
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.providers import netns as N
+from harness.reproduce import reproduce
+from harness.rundir import Run
+
+REPO = Path(__file__).resolve().parents[2]
+FAKEBIN = REPO / "tests" / "harness" / "fakebin"
+pytestmark = pytest.mark.netns
+
+
+def _leftovers(prefix: str) -> list[str]:
+    """Namespaces, registry entries and processes of cluster ``prefix`` that still exist."""
+    left = [ns for ns in N.netns_list() if ns.startswith(prefix + "-")]
+    if (N.REGISTRY_DIR / f"{prefix}.json").exists():
+        left.append("registry entry")
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    left += [line for line in ps.splitlines() if f"/provider/netns/hosts/" in line and prefix in line]
+    return left
+
+
+def _run(tmp_path, experiment="table1-end-to-end", **kw):
+    return reproduce("fastfabric", experiment, scale="smoke", repeat=1, provider="netns",
+                     results=tmp_path / "results", reports=tmp_path / "reports", stream=io.StringIO(),
+                     provider_options={"bin_dir": FAKEBIN, "work_root": tmp_path / "work"},
+                     papers_dir=REPO / "papers", **kw)
+
+
+def test_table1_on_netns_hosts_over_ssh(tmp_path):
+    (run,) = _run(tmp_path)
+    meta = Run.open(run.path).metadata
+    assert meta["status"] == "complete", meta["reason"]
+    cluster = meta["cluster"]
+    assert cluster["provider"] == "netns" and set(cluster["hosts"]) == {"orderer", "peer", "client"}
+    assert meta["roles"]["loadgen"] == ["client"] and meta["roles"]["peer"] == ["peer"]
+    assert meta["topology_not_deployed"] == {"endorser": 5, "kafka": 3, "storage": 1, "zookeeper": 3}
+    # the paper's 1 Gbit/s switch, shaped on every host towards every other
+    links = cluster["links"]
+    assert len(links) == 6 and all(l["rate_mbit"] == 1000 and l["rate_method"] == "tc htb" for l in links)
+    (point,) = (run.path / "points").iterdir()
+    # each component ran on its own host and its logs were fetched over SSH
+    assert (point / "logs" / "orderer" / "orderer.log").exists()
+    assert (point / "logs" / "peer" / "peer.log").exists()
+    assert (point / "logs" / "client" / "loadgen.out").exists()
+    # per-host metrics of the point, each host's own network interface
+    res = json.loads((point / "metrics" / "resources.json").read_text())
+    assert set(res["hosts"]) == {"orderer", "peer", "client"}
+    for h in res["hosts"].values():
+        assert h["device"] == "eth0" and h["metrics"]["cpu_util_ratio"]["samples"] > 0
+        assert "net_rx_bytes_per_s" in h["metrics"]
+    report = (tmp_path / "reports" / "fastfabric" / "report.md").read_text()
+    assert "Per-host resources" in report and "| fabric-1.2__r0 | peer | peer |" in report
+    assert "1000 Mbit/s via tc htb" in report
+    assert _leftovers(cluster["prefix"]) == []
+
+
+def test_host_lost_mid_run_fails_the_run_naming_it_and_teardown_runs(tmp_path, monkeypatch):
+    """The peer's sshd dies once the hosts are up: the point fails, the run stops naming the host."""
+    real_up = N.NetnsProvider.up
+    seen = {}
+
+    def up_then_kill_peer_sshd(self, layout, run_dir):
+        groups = real_up(self, layout, run_dir)
+        seen["prefix"] = self.cluster.prefix
+        sshd = next(p for p in self.cluster._procs if p["name"] == "sshd@peer")
+        os.kill(sshd["pid"], signal.SIGKILL)
+        sshd["popen"].wait(5)
+        return groups
+
+    monkeypatch.setattr(N.NetnsProvider, "up", up_then_kill_peer_sshd)
+    (run,) = _run(tmp_path)
+    meta = Run.open(run.path).metadata
+    assert meta["status"] == "failed"
+    assert "host(s) lost" in meta["reason"] and "peer: its sshd" in meta["reason"]
+    (point,) = (run.path / "points").iterdir()
+    summary = json.loads((point / "summary.json").read_text())
+    assert summary["status"] == "failed" and "host peer unreachable" in summary["reason"]
+    assert _leftovers(seen["prefix"]) == []
+
+
+def test_unknown_link_host_is_a_clear_error(tmp_path):
+    from harness.reproduce import network_links
+    with pytest.raises(HarnessError, match="'kafka' is not a host of this run"):
+        network_links({"id": "x", "network": {"links": [{"from": "client", "to": "kafka", "delay_ms": 5}]}},
+                      "end-to-end", {"client": ["loadgen"], "orderer": ["orderer"]})
+    links = network_links({"id": "x", "network": {"delay_ms": 20, "links": [{"from": "client", "to": "orderer",
+                                                                             "rate_mbit": 100}]}},
+                          "end-to-end", {"client": ["loadgen"], "orderer": ["orderer"]})
+    # delay towards a host without servers does nothing and is left out; the pair override replaces the default
+    assert links == [{"from": "client", "to": "orderer", "rate_mbit": 100}]
