@@ -4,7 +4,8 @@
 # Sao Paulo, all on m4.4xlarge.
 #
 # Terraform cannot for_each over provider configurations, so each region has
-# its own provider alias and its own network/cluster module call.
+# its own provider alias and its own call of the region module (network and
+# cluster); one topology and one inventory cover all regions.
 
 locals {
   tags = {
@@ -37,17 +38,20 @@ locals {
     for r in keys(local.vpc_cidrs) : r => { for k, h in module.topology.hosts_by_name : k => h if h.region == r }
   }
 
+  ssh_public_key = file(var.ssh_public_key_file)
+
   addresses = merge(
-    module.cluster_usw2.addresses, module.cluster_euw1.addresses, module.cluster_apse2.addresses,
-    module.cluster_sae1.addresses, module.cluster_use1.addresses,
+    module.region_usw2.addresses, module.region_euw1.addresses, module.region_apse2.addresses,
+    module.region_sae1.addresses, module.region_use1.addresses,
   )
 
   # Replicas talk to each other over public addresses: each region admits the
   # other regions' hosts, one /32 each, and nothing else beyond the operator.
-  remote_ips = {
-    for r in keys(local.vpc_cidrs) : r => toset([
-      for name, a in local.addresses : "${a.public_ip}/32" if local.host_regions[name] != r
-    ])
+  # Keyed by host name, which is known at plan time (the addresses are not).
+  remote_cidrs = {
+    for r in keys(local.vpc_cidrs) : r => {
+      for name, hr in local.host_regions : name => "${local.addresses[name].public_ip}/32" if hr != r
+    }
   }
 }
 
@@ -92,174 +96,84 @@ module "topology" {
   regions               = local.host_regions
 }
 
-# ---- us-west-2 (Oregon): leader replica 0 and frontend 0 ----
-module "network_usw2" {
-  source    = "../../modules/network"
-  providers = { aws = aws.usw2 }
-
-  name              = "${var.name}-usw2"
-  vpc_cidr          = local.vpc_cidrs["us-west-2"]
-  subnet_cidr       = cidrsubnet(local.vpc_cidrs["us-west-2"], 8, 1)
-  availability_zone = var.availability_zones["us-west-2"]
-  operator_cidrs    = var.operator_cidrs
-}
-
-module "cluster_usw2" {
-  source    = "../../modules/cluster"
+# us-west-2 (Oregon): leader replica 0 and frontend 0
+module "region_usw2" {
+  source    = "../../modules/region"
   providers = { aws = aws.usw2 }
 
   name               = "${var.name}-usw2"
   hosts              = local.hosts_in["us-west-2"]
-  subnet_id          = module.network_usw2.subnet_id
-  security_group_id  = module.network_usw2.security_group_id
-  ssh_public_key     = file(var.ssh_public_key_file)
+  vpc_cidr           = local.vpc_cidrs["us-west-2"]
+  availability_zone  = var.availability_zones["us-west-2"]
+  operator_cidrs     = var.operator_cidrs
+  peer_cidrs         = local.remote_cidrs["us-west-2"]
+  ssh_public_key     = local.ssh_public_key
   ami_id             = var.ami_ids["us-west-2"]
   placement_strategy = null # one or two hosts per region: nothing to co-locate
 }
 
-resource "aws_vpc_security_group_ingress_rule" "remote_usw2" {
-  provider          = aws.usw2
-  for_each          = local.remote_ips["us-west-2"]
-  security_group_id = module.network_usw2.security_group_id
-  cidr_ipv4         = each.value
-  ip_protocol       = "-1"
-  description       = "geo replica or frontend in another region"
-}
-
-# ---- eu-west-1 (Ireland) ----
-module "network_euw1" {
-  source    = "../../modules/network"
-  providers = { aws = aws.euw1 }
-
-  name              = "${var.name}-euw1"
-  vpc_cidr          = local.vpc_cidrs["eu-west-1"]
-  subnet_cidr       = cidrsubnet(local.vpc_cidrs["eu-west-1"], 8, 1)
-  availability_zone = var.availability_zones["eu-west-1"]
-  operator_cidrs    = var.operator_cidrs
-}
-
-module "cluster_euw1" {
-  source    = "../../modules/cluster"
+# eu-west-1 (Ireland): replica 1
+module "region_euw1" {
+  source    = "../../modules/region"
   providers = { aws = aws.euw1 }
 
   name               = "${var.name}-euw1"
   hosts              = local.hosts_in["eu-west-1"]
-  subnet_id          = module.network_euw1.subnet_id
-  security_group_id  = module.network_euw1.security_group_id
-  ssh_public_key     = file(var.ssh_public_key_file)
+  vpc_cidr           = local.vpc_cidrs["eu-west-1"]
+  availability_zone  = var.availability_zones["eu-west-1"]
+  operator_cidrs     = var.operator_cidrs
+  peer_cidrs         = local.remote_cidrs["eu-west-1"]
+  ssh_public_key     = local.ssh_public_key
   ami_id             = var.ami_ids["eu-west-1"]
   placement_strategy = null
 }
 
-resource "aws_vpc_security_group_ingress_rule" "remote_euw1" {
-  provider          = aws.euw1
-  for_each          = local.remote_ips["eu-west-1"]
-  security_group_id = module.network_euw1.security_group_id
-  cidr_ipv4         = each.value
-  ip_protocol       = "-1"
-  description       = "geo replica or frontend in another region"
-}
-
-# ---- ap-southeast-2 (Sydney) ----
-module "network_apse2" {
-  source    = "../../modules/network"
-  providers = { aws = aws.apse2 }
-
-  name              = "${var.name}-apse2"
-  vpc_cidr          = local.vpc_cidrs["ap-southeast-2"]
-  subnet_cidr       = cidrsubnet(local.vpc_cidrs["ap-southeast-2"], 8, 1)
-  availability_zone = var.availability_zones["ap-southeast-2"]
-  operator_cidrs    = var.operator_cidrs
-}
-
-module "cluster_apse2" {
-  source    = "../../modules/cluster"
+# ap-southeast-2 (Sydney): replica 2
+module "region_apse2" {
+  source    = "../../modules/region"
   providers = { aws = aws.apse2 }
 
   name               = "${var.name}-apse2"
   hosts              = local.hosts_in["ap-southeast-2"]
-  subnet_id          = module.network_apse2.subnet_id
-  security_group_id  = module.network_apse2.security_group_id
-  ssh_public_key     = file(var.ssh_public_key_file)
+  vpc_cidr           = local.vpc_cidrs["ap-southeast-2"]
+  availability_zone  = var.availability_zones["ap-southeast-2"]
+  operator_cidrs     = var.operator_cidrs
+  peer_cidrs         = local.remote_cidrs["ap-southeast-2"]
+  ssh_public_key     = local.ssh_public_key
   ami_id             = var.ami_ids["ap-southeast-2"]
   placement_strategy = null
 }
 
-resource "aws_vpc_security_group_ingress_rule" "remote_apse2" {
-  provider          = aws.apse2
-  for_each          = local.remote_ips["ap-southeast-2"]
-  security_group_id = module.network_apse2.security_group_id
-  cidr_ipv4         = each.value
-  ip_protocol       = "-1"
-  description       = "geo replica or frontend in another region"
-}
-
-# ---- sa-east-1 (Sao Paulo) ----
-module "network_sae1" {
-  source    = "../../modules/network"
-  providers = { aws = aws.sae1 }
-
-  name              = "${var.name}-sae1"
-  vpc_cidr          = local.vpc_cidrs["sa-east-1"]
-  subnet_cidr       = cidrsubnet(local.vpc_cidrs["sa-east-1"], 8, 1)
-  availability_zone = var.availability_zones["sa-east-1"]
-  operator_cidrs    = var.operator_cidrs
-}
-
-module "cluster_sae1" {
-  source    = "../../modules/cluster"
+# sa-east-1 (Sao Paulo): replica 3 and frontend 2
+module "region_sae1" {
+  source    = "../../modules/region"
   providers = { aws = aws.sae1 }
 
   name               = "${var.name}-sae1"
   hosts              = local.hosts_in["sa-east-1"]
-  subnet_id          = module.network_sae1.subnet_id
-  security_group_id  = module.network_sae1.security_group_id
-  ssh_public_key     = file(var.ssh_public_key_file)
+  vpc_cidr           = local.vpc_cidrs["sa-east-1"]
+  availability_zone  = var.availability_zones["sa-east-1"]
+  operator_cidrs     = var.operator_cidrs
+  peer_cidrs         = local.remote_cidrs["sa-east-1"]
+  ssh_public_key     = local.ssh_public_key
   ami_id             = var.ami_ids["sa-east-1"]
   placement_strategy = null
 }
 
-resource "aws_vpc_security_group_ingress_rule" "remote_sae1" {
-  provider          = aws.sae1
-  for_each          = local.remote_ips["sa-east-1"]
-  security_group_id = module.network_sae1.security_group_id
-  cidr_ipv4         = each.value
-  ip_protocol       = "-1"
-  description       = "geo replica or frontend in another region"
-}
-
-# ---- us-east-1 (Virginia): WHEAT's extra replica and frontend 1 ----
-module "network_use1" {
-  source    = "../../modules/network"
-  providers = { aws = aws.use1 }
-
-  name              = "${var.name}-use1"
-  vpc_cidr          = local.vpc_cidrs["us-east-1"]
-  subnet_cidr       = cidrsubnet(local.vpc_cidrs["us-east-1"], 8, 1)
-  availability_zone = var.availability_zones["us-east-1"]
-  operator_cidrs    = var.operator_cidrs
-}
-
-module "cluster_use1" {
-  source    = "../../modules/cluster"
+# us-east-1 (Virginia): WHEAT's extra replica 4 and frontend 1
+module "region_use1" {
+  source    = "../../modules/region"
   providers = { aws = aws.use1 }
 
   name               = "${var.name}-use1"
   hosts              = local.hosts_in["us-east-1"]
-  subnet_id          = module.network_use1.subnet_id
-  security_group_id  = module.network_use1.security_group_id
-  ssh_public_key     = file(var.ssh_public_key_file)
+  vpc_cidr           = local.vpc_cidrs["us-east-1"]
+  availability_zone  = var.availability_zones["us-east-1"]
+  operator_cidrs     = var.operator_cidrs
+  peer_cidrs         = local.remote_cidrs["us-east-1"]
+  ssh_public_key     = local.ssh_public_key
   ami_id             = var.ami_ids["us-east-1"]
   placement_strategy = null
-}
-
-resource "aws_vpc_security_group_ingress_rule" "remote_use1" {
-  provider          = aws.use1
-  for_each          = local.remote_ips["us-east-1"]
-  security_group_id = module.network_use1.security_group_id
-  cidr_ipv4         = each.value
-  ip_protocol       = "-1"
-  description       = "geo replica or frontend in another region"
 }
 
 module "inventory" {

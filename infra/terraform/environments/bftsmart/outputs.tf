@@ -1,14 +1,14 @@
 output "inventory_yaml" {
   description = "Ansible inventory for playbooks/upstream; the aws provider writes it with `terraform output -raw inventory_yaml`."
-  value       = module.inventory.yaml
+  value       = module.environment.inventory_yaml
 }
 
 output "hosts" {
   description = "Hosts of the topology (name, role, instance type)."
-  value       = module.topology.hosts
+  value       = module.environment.hosts
 }
 
 output "instance_ids" {
   description = "Host name -> EC2 instance id."
-  value       = module.cluster.instance_ids
+  value       = module.environment.instance_ids
 }

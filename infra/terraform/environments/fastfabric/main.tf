@@ -15,9 +15,10 @@ locals {
   }
 }
 
-module "topology" {
-  source = "../../modules/topology"
+module "environment" {
+  source = "../../modules/environment"
 
+  paper = "fastfabric"
   roles = {
     orderer   = 1
     zookeeper = 3
@@ -29,37 +30,36 @@ module "topology" {
   }
   instance_types        = var.instance_types
   default_instance_type = var.default_instance_type
-  default_region        = var.region
+  region                = var.region
+  availability_zone     = var.availability_zone
+  operator_cidrs        = var.operator_cidrs
+  ssh_public_key        = file(var.ssh_public_key_file)
+  ssh_private_key_file  = var.ssh_private_key_file
+  ami_id                = var.ami_id
+  name                  = var.name
+  extra_vars            = { upstream_variant = "fastfabric" }
+  tags                  = local.tags
 }
 
-module "network" {
-  source = "../../modules/network"
-
-  name              = var.name
-  availability_zone = var.availability_zone
-  operator_cidrs    = var.operator_cidrs
-  tags              = local.tags
+# Where these modules were called directly from this file before the shared
+# environment module: state of a cluster created then moves instead of being
+# destroyed and recreated.
+moved {
+  from = module.topology
+  to   = module.environment.module.topology
 }
 
-module "cluster" {
-  source = "../../modules/cluster"
-
-  name              = var.name
-  hosts             = module.topology.hosts_by_name
-  subnet_id         = module.network.subnet_id
-  security_group_id = module.network.security_group_id
-  ssh_public_key    = file(var.ssh_public_key_file)
-  ami_id            = var.ami_id
-  tags              = local.tags
+moved {
+  from = module.network
+  to   = module.environment.module.region.module.network
 }
 
-module "inventory" {
-  source = "../../modules/inventory"
+moved {
+  from = module.cluster
+  to   = module.environment.module.region.module.cluster
+}
 
-  hosts                = module.topology.hosts
-  addresses            = module.cluster.addresses
-  ssh_user             = "ubuntu"
-  ssh_private_key_file = var.ssh_private_key_file
-  paper                = "fastfabric"
-  extra_vars           = { upstream_variant = "fastfabric" }
+moved {
+  from = module.inventory
+  to   = module.environment.module.inventory
 }

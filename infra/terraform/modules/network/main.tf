@@ -62,12 +62,12 @@ resource "aws_vpc_security_group_ingress_rule" "operator" {
 }
 
 resource "aws_vpc_security_group_ingress_rule" "peer_regions" {
-  for_each = toset(var.peer_cidrs)
+  for_each = var.peer_cidrs
 
   security_group_id = aws_security_group.cluster.id
   cidr_ipv4         = each.value
   ip_protocol       = "-1"
-  description       = "replicas in the other regions of a geo topology"
+  description       = "geo replica or frontend in another region"
 }
 
 resource "aws_vpc_security_group_egress_rule" "all" {

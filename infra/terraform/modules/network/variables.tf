@@ -37,9 +37,14 @@ variable "operator_ports" {
 }
 
 variable "peer_cidrs" {
-  description = "CIDRs of other regions' VPCs allowed to reach this group on every port (geo topologies, where replicas in other regions talk over public addresses). Empty for single-region clusters."
-  type        = list(string)
-  default     = []
+  description = "Label -> CIDR of each outside host allowed to reach this group on every port (geo topologies, where replicas in other regions talk over public addresses: host name -> \"<public ip>/32\"). A map, not a list, so that the rules are keyed by labels known at plan time while the addresses are known only after apply. Empty for single-region clusters."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for c in values(var.peer_cidrs) : c != "0.0.0.0/0"])
+    error_message = "peer_cidrs must not contain 0.0.0.0/0."
+  }
 }
 
 variable "tags" {
