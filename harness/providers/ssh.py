@@ -67,6 +67,10 @@ LINKS_PLAYBOOK = "links.yml"
 UNSHAPED_RATE_MBIT = 100_000
 #: netem's queue must hold what is in flight during the delay; without a rate, assume a 10 Gbit/s NIC.
 NETEM_ASSUMED_MBIT = 10_000
+#: ssh arguments of checks and of down(): a new connection each time. A master connection kept
+#: by an earlier playbook (ControlPersist) would answer for a host whose sshd is gone, or hang
+#: on one whose network is gone, where a new connection fails within Ansible's timeout.
+FRESH_SSH_ARGS = "-C -o ControlMaster=no -o ControlPath=none"
 NETEM_HINT = ("that host's kernel lacks the netem qdisc (Debian/Ubuntu: apt-get install "
               "linux-modules-extra-$(uname -r); modprobe sch_netem)")
 
@@ -89,8 +93,9 @@ def load_inventory(path: Path) -> tuple[dict[str, list[str]], dict[str, dict]]:
     env = ansible_env()
     # without this, an unparseable file is only a warning and the inventory is "localhost"
     env["ANSIBLE_INVENTORY_UNPARSED_FAILED"] = "True"
+    # run beside the inventory: from playbooks/ it would add the harness's group_vars to the user's
     proc = subprocess.run([exe, "-i", str(path.resolve()), "--list"], capture_output=True, text=True,
-                          env=env, cwd=PLAYBOOKS, timeout=120, check=False)
+                          env=env, cwd=path.resolve().parent, timeout=120, check=False)
     if proc.returncode != 0:
         raise HarnessError(f"inventory {path} cannot be parsed: {_inventory_error(path, proc.stderr)}")
     try:
@@ -186,7 +191,8 @@ def adhoc(inventory: Path, pattern: str, command: str, out_dir: Path, timeout_s:
     tree.mkdir(parents=True, exist_ok=True)
     env = ansible_env()
     env.update({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "True", "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.tree",
-                "ANSIBLE_CALLBACK_TREE_DIR": str(tree), "ANSIBLE_DEPRECATION_WARNINGS": "False"})
+                "ANSIBLE_CALLBACK_TREE_DIR": str(tree), "ANSIBLE_DEPRECATION_WARNINGS": "False",
+                "ANSIBLE_SSH_ARGS": FRESH_SSH_ARGS})
     argv = [exe, pattern, "-i", str(inventory), "-m", "ansible.builtin.raw", "-a", command,
             "-T", str(max(1, int(timeout_s)))] + (["--become"] if become else [])
     with open(out_dir / "ansible.log", "a", encoding="utf-8") as logf:
@@ -303,7 +309,8 @@ class SshProvider(Provider):
 
     def __init__(self, inventory: Path | str, work_root: str = DEFAULT_WORK_ROOT, bin_dir: Path | None = None,
                  preflight: bool = True, require_clock_sync: bool = True, min_cores: int | None = None,
-                 min_memory_mb: int | None = None, controller_work_root: Path | None = None):
+                 min_memory_mb: int | None = None, controller_work_root: Path | None = None,
+                 exporter_binary: str | None = None):
         self.inventory_path = Path(inventory).expanduser()
         #: On the user's hosts: points' working files, the copied commands, node-exporter's PID file.
         self.remote_work_root = str(work_root)
@@ -314,6 +321,8 @@ class SshProvider(Provider):
         self.require_clock_sync = require_clock_sync
         self.min_cores = min_cores
         self.min_memory_mb = min_memory_mb
+        #: node-exporter on the hosts (a path, or a name looked up on PATH); None: the usual places
+        self.exporter_binary = exporter_binary
         self._reset()
 
     def _reset(self) -> None:
@@ -330,6 +339,7 @@ class SshProvider(Provider):
         self.hosts_inventory: Path | None = None
         self._checks = 0
         self._down_done = True
+        self._exporters_started = False   # the exporter playbook ran (down() must stop what it started)
 
     # ---- paths
     @property
@@ -418,12 +428,17 @@ class SshProvider(Provider):
         return {h: why for h, r in results.items() if (why := _adhoc_reason(r))}
 
     def _playbook(self, playbook: str, log_name: str, variables: dict, what: str, timeout: float,
-                  hint: str | None = None) -> None:
-        """Run one of the provider's playbooks on the chosen hosts; a failure names each host and why."""
+                  hint: str | None = None, fresh: bool = False) -> None:
+        """Run one of the provider's playbooks on the chosen hosts; a failure names each host and why.
+
+        ``fresh``: new SSH connections (FRESH_SSH_ARGS), for down() when hosts may be gone.
+        """
         logf = self.provider_dir / log_name
+        variables = {"fabricrepro_provider_dir": str(self.provider_dir), **variables}
+        if fresh:
+            variables["ansible_ssh_args"] = FRESH_SSH_ARGS
         try:
-            run_playbook(playbook, self.hosts_inventory, {"fabricrepro_provider_dir": str(self.provider_dir),
-                                                           **variables}, logf, timeout=timeout)
+            run_playbook(playbook, self.hosts_inventory, variables, logf, timeout=timeout)
         except HarnessError as e:
             failures = ansible_failures(logf.read_text(encoding="utf-8", errors="replace")) if logf.exists() else {}
             if failures:
@@ -459,10 +474,12 @@ class SshProvider(Provider):
 
     def _start_exporters(self) -> None:
         (self.provider_dir / "exporters").mkdir(parents=True, exist_ok=True)
-        self._playbook(EXPORTER_PLAYBOOK, "node-exporter.log",
-                       {"fabricrepro_exporter_port": EXPORTER_PORT,
-                        "fabricrepro_exporter_hosts": self._exporter_hosts(),
-                        "fabricrepro_exporter_install": bool(self.install_exporter)},
+        variables = {"fabricrepro_exporter_port": EXPORTER_PORT, "fabricrepro_exporter_hosts": self._exporter_hosts(),
+                     "fabricrepro_exporter_install": bool(self.install_exporter)}
+        if self.exporter_binary:
+            variables["fabricrepro_exporter_binaries"] = [self.exporter_binary]
+        self._exporters_started = True
+        self._playbook(EXPORTER_PLAYBOOK, "node-exporter.log", variables,
                        "starting node-exporter", timeout=300,
                        hint=None if self.install_exporter else
                        "install it on each host: apt-get install prometheus-node-exporter")
@@ -480,14 +497,16 @@ class SshProvider(Provider):
             clear = {h: [c for d in sorted(devs) for c in tc_clear_commands(d)] for h, devs in self._shaped.items()}
             try:
                 self._playbook(LINKS_PLAYBOOK, "links-clear.log", {"fabricrepro_tc_commands": clear},
-                               "removing link shaping", timeout=300)
+                               "removing link shaping", timeout=300, fresh=True)
                 self._shaped = {}
             except HarnessError as e:
                 log.warning("%s provider: %s", self.name, e)
+        if not self._exporters_started:
+            return  # up() stopped before starting any (e.g. a host did not answer): nothing to stop
         try:
             self._playbook(EXPORTER_STOP_PLAYBOOK, "node-exporter-stop.log",
                            {"fabricrepro_exporter_hosts": self._exporter_hosts()},
-                           "stopping node-exporter", timeout=300)
+                           "stopping node-exporter", timeout=300, fresh=True)
         except HarnessError as e:
             log.warning("%s provider: %s", self.name, e)
 

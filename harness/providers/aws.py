@@ -1,0 +1,286 @@
+"""The aws provider: Terraform creates the paper's topology on EC2, then the ssh provider takes over.
+
+    invoke reproduce --paper fastfabric --provider aws --ami-id ami-... --operator-cidr 203.0.113.7/32 \\
+        --key-file ~/.ssh/repro
+
+``up`` first checks that ``terraform`` and AWS credentials are there (nothing
+is created otherwise), copies ``infra/terraform`` into ``<run_dir>/terraform``
+(the configuration that was applied stays with the run; the state, the
+provider plugins and the lock file live there too, never in the repository),
+then runs in ``<run_dir>/terraform/environments/<env>``::
+
+    terraform init -input=false
+    terraform apply -auto-approve -input=false -var-file=<run_dir>/terraform/fabricrepro.tfvars.json
+    terraform output -raw inventory_yaml      > <run_dir>/provider/inventory.aws.yml
+
+and brings the hosts of that inventory up as ``SshProvider`` does (waiting for
+their SSH while they boot, installing node-exporter where it is missing).
+``down`` stops what the ssh provider started, then ``terraform destroy``; if
+that fails it raises with the exact command that removes the instances.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import os
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from .. import REPO_ROOT
+from ..errors import HarnessError
+from .ssh import DEFAULT_WORK_ROOT, SshProvider
+
+log = logging.getLogger(__name__)
+
+TERRAFORM_DIR = REPO_ROOT / "infra" / "terraform"
+#: Paper id (papers/<id>.yaml) -> infra/terraform/environments/<env>.
+PAPER_ENVIRONMENTS = {
+    "fastfabric": "fastfabric",
+    "validation-opt": "validation-opt",
+    "fujitsu-api": "fujitsu",
+    "bftsmart-orderer": "bftsmart",
+}
+#: The Terraform output holding the Ansible inventory (environments/*/outputs.tf).
+INVENTORY_OUTPUT = "inventory_yaml"
+TFVARS_NAME = "fabricrepro.tfvars.json"
+#: Seconds to wait for fresh instances to answer SSH.
+BOOT_WAIT_S = 600
+
+
+def find_terraform() -> str | None:
+    """``$TERRAFORM`` if executable, else ``terraform`` on PATH (as infra/terraform/tf.py finds it)."""
+    explicit = os.environ.get("TERRAFORM")
+    if explicit and os.access(explicit, os.X_OK):
+        return explicit
+    return shutil.which("terraform")
+
+
+def aws_credentials() -> str | None:
+    """Where AWS credentials come from (for the record), or None when there are none to be found.
+
+    The environment (keys, a profile, a web identity), else the shared
+    credentials or config file. Instance roles are not probed: that needs the
+    network; set AWS_PROFILE or keys on such a machine.
+    """
+    if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
+        return "environment (AWS_ACCESS_KEY_ID)"
+    if os.environ.get("AWS_PROFILE"):
+        return f"profile {os.environ['AWS_PROFILE']} (AWS_PROFILE)"
+    if os.environ.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
+        return "web identity (AWS_WEB_IDENTITY_TOKEN_FILE)"
+    for var, default in (("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials"), ("AWS_CONFIG_FILE", "~/.aws/config")):
+        f = Path(os.environ.get(var) or default).expanduser()
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if re.search(r"^\s*(aws_access_key_id|credential_process|sso_start_url|sso_session|role_arn)\s*=", text,
+                     re.MULTILINE):
+            return f"shared file {f}"
+    return None
+
+
+def environment_for(paper: str) -> str:
+    """The Terraform environment of a paper id (an environment's own name is accepted too)."""
+    env = PAPER_ENVIRONMENTS.get(paper, paper)
+    if not (TERRAFORM_DIR / "environments" / env).is_dir():
+        valid = sorted(set(PAPER_ENVIRONMENTS) | {p.name for p in (TERRAFORM_DIR / "environments").iterdir()
+                                                   if p.is_dir()})
+        raise HarnessError(f"no Terraform environment for paper {paper!r}; valid: {', '.join(valid)}")
+    return env
+
+
+def terraform_variables(env_dir: Path) -> set[str]:
+    """Names of the variables an environment declares (``variable "x" {`` in its .tf files)."""
+    names = set()
+    for f in Path(env_dir).glob("*.tf"):
+        names |= set(re.findall(r'^\s*variable\s+"([^"]+)"', f.read_text(encoding="utf-8"), re.MULTILINE))
+    return names
+
+
+class AwsProvider(SshProvider):
+    """``--provider aws``: the paper's topology on EC2 (Terraform), then as ``ssh``."""
+
+    name = "aws"
+    ssh_wait_s = BOOT_WAIT_S
+    # fresh Ubuntu images have no node-exporter; these hosts are ours to change
+    install_exporter = True
+
+    def __init__(self, paper: str, work_root: str = DEFAULT_WORK_ROOT, bin_dir: Path | None = None,
+                 region: str | None = None, operator_cidr: str | None = None, key_file: Path | str | None = None,
+                 public_key_file: Path | str | None = None, ami_id: str | None = None,
+                 instance_type: str | None = None, availability_zone: str | None = None,
+                 preflight: bool = True, require_clock_sync: bool = True, min_cores: int | None = None,
+                 min_memory_mb: int | None = None, controller_work_root: Path | None = None,
+                 exporter_binary: str | None = None):
+        super().__init__(Path("inventory.aws.yml"), work_root=work_root, bin_dir=bin_dir, preflight=preflight,
+                         require_clock_sync=require_clock_sync, min_cores=min_cores, min_memory_mb=min_memory_mb,
+                         controller_work_root=controller_work_root, exporter_binary=exporter_binary)
+        self.paper = paper
+        self.region = region
+        self.availability_zone = availability_zone
+        self.operator_cidr = operator_cidr
+        self.key_file = Path(key_file).expanduser() if key_file else None
+        self.public_key_file = Path(public_key_file).expanduser() if public_key_file else None
+        self.ami_id = ami_id
+        self.instance_type = instance_type
+        self.env = environment_for(paper)
+        self.tf_root: Path | None = None      # <run_dir>/terraform
+        self._applied = False                 # apply was started: down() must destroy
+        self.credentials: str | None = None
+        self._terraform: str | None = None
+
+    # ---- paths and commands
+    @property
+    def env_dir(self) -> Path:
+        """The environment's directory in the run's copy of infra/terraform."""
+        return self.tf_root / "environments" / self.env
+
+    @property
+    def tfvars(self) -> Path:
+        return self.tf_root / TFVARS_NAME
+
+    def _tf_argv(self, *args: str) -> list[str]:
+        return [self._terraform, f"-chdir={self.env_dir}", *args]
+
+    def destroy_command(self) -> str:
+        """The command that removes this run's instances, to run by hand if ``down`` could not."""
+        return shlex.join(["terraform", f"-chdir={self.env_dir}", "destroy", "-auto-approve", "-input=false",
+                           f"-var-file={self.tfvars}"])
+
+    def _tf(self, *args: str, capture: bool = False, timeout: float = 3600) -> subprocess.CompletedProcess:
+        """Run terraform in the environment; output appended to <run_dir>/provider/terraform.log."""
+        argv = self._tf_argv(*args)
+        env = dict(os.environ)
+        # no prompts, no version check calls, no user CLI config surprises
+        env.update({"TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1"})
+        logf = self.provider_dir / "terraform.log"
+        with open(logf, "a", encoding="utf-8") as out:
+            out.write("$ " + shlex.join(argv) + "\n")
+            out.flush()
+            try:
+                return subprocess.run(argv, stdout=subprocess.PIPE if capture else out, stderr=out,
+                                      stdin=subprocess.DEVNULL, text=True, env=env, timeout=timeout, check=False)
+            except subprocess.TimeoutExpired:
+                out.write(f"(timed out after {timeout:.0f} s)\n")
+                return subprocess.CompletedProcess(argv, 124, "", "")
+
+    # ---- checks before anything is created
+    def _check_tools_and_inputs(self) -> dict:
+        self._terraform = find_terraform()
+        if not self._terraform:
+            raise HarnessError("terraform not found (needed by --provider aws to create the instances)",
+                               hint="install Terraform >= 1.6 (https://developer.hashicorp.com/terraform/install) "
+                                    "or set TERRAFORM to its path")
+        self.credentials = aws_credentials()
+        if not self.credentials:
+            raise HarnessError("no AWS credentials found (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
+                               "~/.aws/credentials); nothing was created",
+                               hint="run `aws configure`, or export AWS_PROFILE=<profile>, or export "
+                                    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+        if not self.ami_id:
+            raise HarnessError("--provider aws needs an AMI id (Ubuntu 18.04 LTS in the region)",
+                               hint="pass --ami-id ami-... (see infra/terraform/README.md: the image is an input "
+                                    "so that a run records exactly which one it used)")
+        if not self.operator_cidr:
+            raise HarnessError("--provider aws needs your address as a CIDR: the security group admits SSH and "
+                               "node-exporter scrapes from it only",
+                               hint="pass --operator-cidr <your public IP>/32")
+        try:
+            cidr = str(ipaddress.ip_network(self.operator_cidr, strict=False))
+        except ValueError:
+            raise HarnessError(f"--operator-cidr {self.operator_cidr!r} is not a CIDR (e.g. 203.0.113.7/32)") from None
+        key = self.key_file or next((k for k in (Path("~/.ssh/id_ed25519").expanduser(),
+                                                 Path("~/.ssh/id_rsa").expanduser()) if k.exists()), None)
+        if not key or not key.is_file():
+            raise HarnessError(f"SSH private key {key or '~/.ssh/id_ed25519'} not found",
+                               hint="pass --key-file <private key> (its .pub is installed on the instances)")
+        pub = self.public_key_file or Path(str(key) + ".pub")
+        if not pub.is_file():
+            raise HarnessError(f"SSH public key {pub} not found", hint="pass --public-key-file, or create it: "
+                               f"ssh-keygen -y -f {key} > {key}.pub")
+        return {"cidr": cidr, "key": key.resolve(), "pub": pub.resolve()}
+
+    def _variables(self, inputs: dict, layout: dict[str, list[str]]) -> dict:
+        """The environment's input variables (only those it declares)."""
+        declared = terraform_variables(self.env_dir)
+        want = {"operator_cidrs": [inputs["cidr"]], "ssh_public_key_file": str(inputs["pub"]),
+                "ssh_private_key_file": str(inputs["key"]), "ami_id": self.ami_id,
+                # unique per run: names of key pairs and groups must not clash with another run's
+                "name": f"repro-{self.env}-{secrets.token_hex(3)}"}
+        if self.region:
+            want["region"] = self.region
+            # the environments default to us-east-1a, which exists only in us-east-1
+            want["availability_zone"] = self.availability_zone or f"{self.region}a"
+        elif self.availability_zone:
+            want["availability_zone"] = self.availability_zone
+        if self.instance_type:
+            want["default_instance_type"] = self.instance_type
+        if "client" in layout and "client_count" in declared:
+            want["client_count"] = 1  # fujitsu has no client host by default; the harness needs one
+        missing = [k for k in ("operator_cidrs", "ssh_public_key_file", "ssh_private_key_file", "ami_id")
+                   if k not in declared]
+        if missing:
+            raise HarnessError(f"Terraform environment {self.env} declares no variable {', '.join(missing)}; "
+                               "the aws provider and infra/terraform disagree",
+                               hint=f"read {TERRAFORM_DIR / 'environments' / self.env / 'variables.tf'}")
+        return {k: v for k, v in want.items() if k in declared}
+
+    # ---- lifecycle
+    def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
+        self.run_dir = Path(run_dir)
+        inputs = self._check_tools_and_inputs()
+        self.provider_dir.mkdir(parents=True, exist_ok=True)
+        self.tf_root = self.run_dir / "terraform"
+        if not self.env_dir.is_dir():
+            # the whole tree: environments reach their modules by relative paths (../../modules/...)
+            shutil.copytree(TERRAFORM_DIR, self.tf_root, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns(".terraform", ".terraform.lock.hcl", "*.tfstate*",
+                                                          "__pycache__", "*.py"))
+        variables = self._variables(inputs, layout)
+        self.tfvars.write_text(json.dumps(variables, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        logf = self.provider_dir / "terraform.log"
+        if self._tf("init", "-input=false", "-no-color").returncode != 0:
+            raise HarnessError(f"terraform init failed in {self.env_dir} (nothing was created)", log=str(logf))
+        self._applied = True  # from here a failure may leave instances: down() destroys
+        if self._tf("apply", "-auto-approve", "-input=false", "-no-color", f"-var-file={self.tfvars}").returncode != 0:
+            raise HarnessError(f"terraform apply failed for environment {self.env} (down() destroys what was made)",
+                               log=str(logf))
+        out = self._tf("output", "-raw", INVENTORY_OUTPUT, capture=True, timeout=300)
+        if out.returncode != 0 or not out.stdout.strip():
+            raise HarnessError(f"terraform output {INVENTORY_OUTPUT} gave no inventory", log=str(logf))
+        inventory = self.provider_dir / "inventory.aws.yml"
+        inventory.write_text(out.stdout, encoding="utf-8")
+        self.inventory_path = inventory
+        return super().up(layout, run_dir)
+
+    def down(self) -> None:
+        """Stop what the ssh provider started, then destroy the instances; raise if destroy fails."""
+        try:
+            super().down()
+        except Exception as e:  # never let it keep the instances alive
+            log.warning("aws provider: stopping services failed: %s", e)
+        if not self._applied:
+            return
+        r = self._tf("destroy", "-auto-approve", "-input=false", "-no-color", f"-var-file={self.tfvars}")
+        if r.returncode != 0:
+            raise HarnessError(f"terraform destroy failed (exit {r.returncode}): instances of environment {self.env} "
+                               "may still be running, and billed",
+                               hint=f"destroy them with: {self.destroy_command()}",
+                               log=str(self.provider_dir / "terraform.log"))
+        self._applied = False
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d.update({"provider": self.name, "paper": self.paper, "environment": self.env,
+                  "terraform_dir": str(self.env_dir) if self.tf_root else None,
+                  "region": self.region, "ami_id": self.ami_id, "instance_type": self.instance_type,
+                  "credentials": self.credentials,
+                  "destroy_command": self.destroy_command() if self.tf_root else None})
+        return d
