@@ -27,13 +27,13 @@ FAKEBIN = REPO / "tests" / "harness" / "fakebin"
 pytestmark = pytest.mark.netns
 
 
-def _leftovers(prefix: str) -> list[str]:
-    """Namespaces, registry entries and processes of cluster ``prefix`` that still exist."""
+def _leftovers(prefix: str, tmp_path: Path) -> list[str]:
+    """Namespaces and registry entry of cluster ``prefix``, and processes of the test's files, still there."""
     left = [ns for ns in N.netns_list() if ns.startswith(prefix + "-")]
     if (N.REGISTRY_DIR / f"{prefix}.json").exists():
         left.append("registry entry")
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    left += [line for line in ps.splitlines() if f"/provider/netns/hosts/" in line and prefix in line]
+    ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+    left += [line for line in ps.splitlines() if str(tmp_path) in line]
     return left
 
 
@@ -69,7 +69,7 @@ def test_table1_on_netns_hosts_over_ssh(tmp_path):
     report = (tmp_path / "reports" / "fastfabric" / "report.md").read_text()
     assert "Per-host resources" in report and "| fabric-1.2__r0 | peer | peer |" in report
     assert "1000 Mbit/s via tc htb" in report
-    assert _leftovers(cluster["prefix"]) == []
+    assert _leftovers(cluster["prefix"], tmp_path) == []
 
 
 def test_host_lost_mid_run_fails_the_run_naming_it_and_teardown_runs(tmp_path, monkeypatch):
@@ -93,7 +93,7 @@ def test_host_lost_mid_run_fails_the_run_naming_it_and_teardown_runs(tmp_path, m
     (point,) = (run.path / "points").iterdir()
     summary = json.loads((point / "summary.json").read_text())
     assert summary["status"] == "failed" and "host peer unreachable" in summary["reason"]
-    assert _leftovers(seen["prefix"]) == []
+    assert _leftovers(seen["prefix"], tmp_path) == []
 
 
 def test_unknown_link_host_is_a_clear_error(tmp_path):
@@ -106,3 +106,44 @@ def test_unknown_link_host_is_a_clear_error(tmp_path):
                           "end-to-end", {"client": ["loadgen"], "orderer": ["orderer"]})
     # delay towards a host without servers does nothing and is left out; the pair override replaces the default
     assert links == [{"from": "client", "to": "orderer", "rate_mbit": 100}]
+
+
+def test_ctrl_c_mid_point_marks_run_interrupted_and_leaves_nothing(tmp_path):
+    """SIGINT to the harness while the servers run on their hosts: teardown, then the cluster is removed."""
+    import sys
+    import time
+    script = (f"import io, sys; sys.path.insert(0, {str(REPO)!r})\n"
+              "from pathlib import Path\n"
+              "from harness.reproduce import reproduce\n"
+              "from harness.errors import Interrupted\n"
+              "try:\n"
+              f"    reproduce('fastfabric', 'table1-end-to-end', scale='smoke', repeat=1, provider='netns',\n"
+              f"              results=Path({str(tmp_path / 'results')!r}), reports=Path({str(tmp_path / 'reports')!r}),\n"
+              f"              provider_options={{'bin_dir': Path({str(FAKEBIN)!r}), 'work_root': Path({str(tmp_path / 'work')!r})}},\n"
+              f"              papers_dir=Path({str(REPO / 'papers')!r}))\n"
+              "except Interrupted:\n"
+              "    sys.exit(130)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        # wait until the peer (the double) runs on its host: a point is under way
+        while time.monotonic() < deadline:
+            ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+            if any("fakebin/peer --config" in line for line in ps.splitlines()):
+                break
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.2)
+        else:
+            pytest.fail("the peer never started")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(120) == 130, proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    (run_dir,) = [p for p in (tmp_path / "results" / "fastfabric" / "table1-end-to-end").iterdir() if p.name != "latest"]
+    meta = Run.open(run_dir).metadata
+    assert meta["status"] == "interrupted"
+    (point,) = (run_dir / "points").iterdir()
+    assert (point / "logs" / "peer" / "peer.log").exists(), "teardown fetched the logs before removing the hosts"
+    assert _leftovers(meta["cluster"]["prefix"], tmp_path) == []
