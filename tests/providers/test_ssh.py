@@ -119,6 +119,21 @@ def test_node_exporter_answers_from_the_controller(provider, cluster):
     assert sorted(exporter_pids(cluster)) == sorted(pids.values())
 
 
+def test_run_prometheus_scrapes_the_exporters(provider, tmp_path):
+    """The harness' ResourceMonitor with these targets: it starts only Prometheus and sees every host up."""
+    from harness.resources import ResourceMonitor
+    mon = ResourceMonitor(tmp_path / "monitor", provider.monitor_targets(provider.groups))
+    try:
+        mon.start(timeout_s=30)
+        assert [p.name for p in mon._procs] == ["prometheus"]      # the exporters are external
+        now = time.time()
+        for h in ("orderer-0", "peer-0", "client-0"):
+            q = f'node_network_receive_bytes_total{{host="{h}",device!="lo"}}'
+            assert mon.query_range(q, now - 5, now), h
+    finally:
+        mon.stop()
+
+
 def test_generated_inventory_copies_the_built_commands(provider, cluster, tmp_path):
     """The orderer role's install tasks, over SSH, copy bin/orderer to <work_root>/bin on every host.
 
