@@ -239,10 +239,10 @@ class AwsProvider(SshProvider):
         self.provider_dir.mkdir(parents=True, exist_ok=True)
         self.tf_root = self.run_dir / "terraform"
         if not self.env_dir.is_dir():
-            # the whole tree: environments reach their modules by relative paths (../../modules/...)
+            # the whole tree: environments reach their modules by relative paths (../../modules/...);
+            # not someone's local plugins or state (a lock file, which pins provider versions, is kept)
             shutil.copytree(TERRAFORM_DIR, self.tf_root, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns(".terraform", ".terraform.lock.hcl", "*.tfstate*",
-                                                          "__pycache__", "*.py"))
+                            ignore=shutil.ignore_patterns(".terraform", "*.tfstate*", "__pycache__", "*.py"))
         variables = self._variables(inputs, layout)
         self.tfvars.write_text(json.dumps(variables, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         logf = self.provider_dir / "terraform.log"

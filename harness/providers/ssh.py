@@ -313,7 +313,7 @@ class SshProvider(Provider):
                  exporter_binary: str | None = None):
         self.inventory_path = Path(inventory).expanduser()
         #: On the user's hosts: points' working files, the copied commands, node-exporter's PID file.
-        self.remote_work_root = str(work_root)
+        self.remote_work_root = str(work_root or DEFAULT_WORK_ROOT)
         #: On the controller (Provider contract): crypto material and other files made before copying.
         self.work_root = Path(controller_work_root or REPO_ROOT / "build" / "work")
         self.bin_dir = Path(bin_dir or REPO_ROOT / "bin")
@@ -596,7 +596,8 @@ class SshProvider(Provider):
                     continue
                 dev = devices[h][a["to_address"]]
                 if dev == "lo":
-                    raise HarnessError(f"link {a['from']}->{a['to']}: {a['to_address']} is an address of host {h} itself")
+                    raise HarnessError(f"link {a['from']}->{a['to']}: {a['to_address']} is an address of "
+                                       f"host {h} itself")
                 per_dev.setdefault(dev, []).append(a)
             for dev, items in sorted(per_dev.items()):
                 # one class per destination address: two roles on one destination host share it
@@ -613,8 +614,8 @@ class SshProvider(Provider):
                 new_shaped.setdefault(h, set()).add(dev)
                 for a in items:
                     records[(a["from"], a["to"])] = {
-                        "from": a["from"], "to": a["to"], "applied": True, "from_host": h, "to_host": self.role_host[a["to"]],
-                        "to_address": a["to_address"], "device": dev,
+                        "from": a["from"], "to": a["to"], "applied": True, "from_host": h,
+                        "to_host": self.role_host[a["to"]], "to_address": a["to_address"], "device": dev,
                         "delay_ms": a["delay_ms"], "rate_mbit": a["rate_mbit"],
                         "delay_method": "tc netem" if a["delay_ms"] else None,
                         "rate_method": "tc htb" if a["rate_mbit"] else None,

@@ -1,0 +1,70 @@
+"""``reproduce(..., provider="ssh")`` end to end on netns servers, with the TEST DOUBLE of bin/.
+
+tests/harness/fakebin stands in for the Go commands (contract-shaped files,
+nothing measured). What is tested is the ssh path through the harness: the
+user's inventory, the roles copying the commands to the servers over SSH,
+links shaped with tc from the experiment's network, the run's Prometheus
+scraping the servers' exporters, teardown, and nothing left afterwards. The
+ssh provider is registered here for the test only (registration in
+harness/providers/__init__.py belongs to the harness).
+
+Opt-in (FABRICREPRO_PROVIDER_E2E=1): it takes about 90 s.
+"""
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.providers import PROVIDERS
+from harness.providers.ssh import SshProvider
+from harness.reproduce import reproduce
+from harness.rundir import Run
+
+from provider_hosts import ROLES, exporter_pids, user_inventory
+
+REPO = Path(__file__).resolve().parents[2]
+FAKEBIN = REPO / "tests" / "harness" / "fakebin"
+# About 90 s, nearly all of it the harness' own point (as in tests/netns/test_reproduce_netns.py);
+# opt in so that tests/providers stays near 2 minutes: FABRICREPRO_PROVIDER_E2E=1
+pytestmark = [pytest.mark.netns,
+              pytest.mark.skipif(os.environ.get("FABRICREPRO_PROVIDER_E2E") != "1",
+                                 reason="end-to-end run through reproduce(); set FABRICREPRO_PROVIDER_E2E=1")]
+
+
+def test_table1_on_ssh_servers(cluster, tmp_path, monkeypatch):
+    monkeypatch.setitem(PROVIDERS, "ssh", SshProvider)
+    inv = user_inventory(cluster, tmp_path / "servers.yml")
+    remote = tmp_path / "remote"
+    (run,) = reproduce("fastfabric", "table1-end-to-end", scale="smoke", repeat=1, provider="ssh",
+                       results=tmp_path / "results", reports=tmp_path / "reports", stream=io.StringIO(),
+                       # no clock check: see test_ssh.py (no systemd or chrony in these namespaces)
+                       provider_options={"inventory": inv, "work_root": str(remote), "bin_dir": FAKEBIN,
+                                         "controller_work_root": tmp_path / "work", "require_clock_sync": False},
+                       papers_dir=REPO / "papers")
+    meta = Run.open(run.path).metadata
+    assert meta["status"] == "complete", meta.get("reason")
+    cluster_meta = meta["cluster"]
+    assert cluster_meta["provider"] == "ssh" and set(cluster_meta["hosts"]) == {f"{r}-0" for r in ROLES}
+    assert cluster_meta["hosts"]["peer-0"]["facts"]["vcpus"] >= 1
+    assert meta["roles"]["loadgen"] == ["client-0"] and meta["roles"]["orderer"] == ["orderer-0"]
+    # the paper's 1 Gbit/s switch: every host shaped towards every other, with tc on its eth0
+    links = cluster_meta["links"]
+    assert len(links) == 6 and all(l["rate_mbit"] == 1000 and l["rate_method"] == "tc htb"
+                                   and l["device"] == "eth0" for l in links)
+    # the roles copied the commands to the servers' work root
+    for c in ("orderer", "peer", "loadgen", "blockwatch"):
+        assert (remote / "bin" / c).is_file()
+    (point,) = (run.path / "points").iterdir()
+    assert (point / "logs" / "orderer-0" / "orderer.log").exists()
+    assert (point / "logs" / "peer-0" / "peer.log").exists()
+    # per-host resources from the servers' exporters, scraped by the run's Prometheus
+    res = json.loads((point / "metrics" / "resources.json").read_text())
+    assert set(res["hosts"]) == {"orderer-0", "peer-0", "client-0"}
+    assert res["hosts"]["peer-0"]["device"] is None            # every NIC but lo: a real server's
+    # down(): no exporter, no shaping left
+    assert not exporter_pids(cluster)
+    for r in ROLES:
+        assert "htb" not in cluster.exec(r, ["tc", "qdisc", "show", "dev", "eth0"]).stdout
