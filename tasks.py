@@ -47,17 +47,46 @@ def test(c):
     "paper": "paper id (a file papers/<paper>.yaml)",
     "experiment": "one experiment of the paper (default: all)",
     "scale": "smoke | local | paper",
-    "provider": "where to run: local or netns",
+    "provider": "where to run: local, netns (hosts in network namespaces here), ssh (your servers), aws",
     "repeat": "repetitions per configuration (overrides the scale's)",
     "resume": "a run directory to continue with its missing points",
     "set": "override a parameter: name=value (repeatable)",
+    "inventory": "ssh: your Ansible inventory, one group per topology role (infra/inventories/*.example.yml)",
+    "remote_work_root": "ssh/aws: working directory on the servers (default /var/tmp/fabricrepro)",
+    "preflight": "ssh/aws: check reachability, OS, cores, memory and clock before deploying (default on)",
+    "clock_sync": "ssh/aws: require a synchronised clock in the preflight (default on)",
+    "ami_id": "aws: the Ubuntu AMI of the region (required)",
+    "operator_cidr": "aws: the only address range the security group admits from outside (required)",
+    "region": "aws: region (default: the environment's)",
+    "key_file": "aws: SSH private key whose .pub is installed on the instances",
+    "instance_type": "aws: one instance type for every role (default: per role, see infra/terraform)",
 })
-def reproduce(c, paper, experiment=None, scale="smoke", provider="local", repeat=None, resume=None, set=None):
+def reproduce(c, paper, experiment=None, scale="smoke", provider="local", repeat=None, resume=None, set=None,
+              inventory=None, remote_work_root=None, preflight=True, clock_sync=True, ami_id=None,
+              operator_cidr=None, region=None, key_file=None, instance_type=None):
     """Run a paper's experiments and render its report."""
     from harness.config import parse_assignments
     from harness.reproduce import reproduce as run
-    _guard(lambda: run(paper, experiment, scale=scale, provider=provider,
-                       repeat=int(repeat) if repeat else None, resume=resume, overrides=parse_assignments(set)))
+    options = {}
+    if provider in ("ssh", "aws"):
+        options = {"preflight": preflight, "require_clock_sync": clock_sync}
+        if remote_work_root:
+            options["work_root"] = remote_work_root
+    if provider == "ssh":
+        if not inventory:
+            raise Exit("error: --provider ssh needs --inventory FILE (your servers; see infra/inventories/*.example.yml)",
+                       code=1)
+        options["inventory"] = inventory
+    if provider == "aws":
+        options.update({k: v for k, v in {"ami_id": ami_id, "operator_cidr": operator_cidr, "region": region,
+                                          "key_file": key_file, "instance_type": instance_type}.items() if v})
+    runs = _guard(lambda: run(paper, experiment, scale=scale, provider=provider,
+                              repeat=int(repeat) if repeat else None, resume=resume,
+                              overrides=parse_assignments(set), provider_options=options))
+    unfinished = [r for r in runs if r.metadata["status"] != "complete"]
+    if unfinished:
+        raise Exit("error: " + "; ".join(f"{r.metadata['experiment']} {r.metadata['status']}: {r.metadata.get('reason')}"
+                                         for r in unfinished), code=1)
 
 
 @task(help={"paper": "paper id"})

@@ -44,38 +44,53 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 #: Ansible's line for a task that failed on a host: ``fatal: [peer]: FAILED! => {...}``.
-_FAILURE = re.compile(r"^(?:fatal|failed): \[(?P<host>[^\]]+)\](?: \(item=.*?\))?(?:: (?P<kind>UNREACHABLE|FAILED)!)? => (?P<body>\{.*)$")
+_FAIL_LINE = re.compile(r"^(?:fatal|failed): \[(?P<host>[^\]]+)\](?: \(item=.*?\))?"
+                        r"(?:: (?P<kind>UNREACHABLE|FAILED)!)? => (?P<json>\{.*\})\s*$")
 
 
-def ansible_failures(log: Path) -> list[dict]:
-    """The hosts a playbook failed on, in order: ``{host, kind, msg}`` (kind UNREACHABLE or FAILED)."""
-    failures = []
-    try:
-        lines = Path(log).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return failures
-    for line in lines:
-        m = _FAILURE.match(line.strip())
-        if not m:
+def task_reason(result: dict) -> str:
+    """One line from an Ansible task result: the assertion's message, or the command and its stderr."""
+    msg = str(result.get("msg") or "").strip()
+    out = str(result.get("stderr") or result.get("stdout") or "").strip()
+    if result.get("module_stderr"):  # the module did not run (no Python, wrong interpreter...): say why
+        msg = f"{msg}: {' '.join(str(result['module_stderr']).split())[:300]}"
+    if result.get("cmd") and (not msg or msg == "non-zero return code"):
+        cmd = result["cmd"] if isinstance(result["cmd"], str) else " ".join(map(str, result["cmd"]))
+        return f"`{cmd}` exited {result.get('rc')}: {out or msg}"
+    if msg in ("", "non-zero return code") and out:
+        return out
+    return msg or out or "failed"
+
+
+def ansible_failures(text: str) -> dict[str, str]:
+    """``{host: reason}`` of the ``fatal:``/``failed:`` lines of an ansible-playbook log (first per host)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _FAIL_LINE.match(line.strip())
+        if not m or m["host"] in out:
             continue
         try:
-            body = json.loads(m["body"])
-            msg = body.get("msg") or body.get("stderr") or body.get("module_stderr") or ""
+            result = json.loads(m["json"])
         except ValueError:
-            msg = m["body"]
-        failures.append({"host": m["host"], "kind": m["kind"] or "FAILED", "msg": " ".join(str(msg).split())[:300]})
-    return failures
+            result = {"msg": m["json"]}
+        reason = task_reason(result)
+        out[m["host"]] = ("unreachable: " + reason) if m["kind"] == "UNREACHABLE" or result.get("unreachable") \
+            else reason
+    return out
 
 
 def _failure_text(log: Path) -> str:
-    """``host: reason`` of the first failure in a playbook log ("" when none is found)."""
-    failures = ansible_failures(log)
+    """``: host H: reason`` of the first host a playbook log says failed ("" when none is named)."""
+    try:
+        failures = ansible_failures(Path(log).read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return ""
     if not failures:
         return ""
-    f = failures[0]
-    what = "unreachable" if f["kind"] == "UNREACHABLE" else "failed"
-    more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-    return f": host {f['host']} {what}: {f['msg']}{more}"
+    host, reason = next(iter(failures.items()))
+    more = f" (and {len(failures) - 1} more host(s))" if len(failures) > 1 else ""
+    what = reason if reason.startswith("unreachable: ") else f"failed: {reason}"
+    return f": host {host} {what}{more}"
 
 
 def run_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,

@@ -146,7 +146,11 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     choose("scale", scale, SCALES)
     choose("provider", provider, PROVIDERS)
     paper = load_paper(paper_id, papers_dir)
-    provider_ = get_provider(provider, **(provider_options or {}))
+    options = dict(provider_options or {})
+    if provider == "aws":
+        options.setdefault("paper", paper_id)  # Terraform's environment is the paper's topology
+    provider_ = get_provider(provider, **options)
+    provider_.check()
     if resume:
         run = Run.open(resume)
         if run.metadata["paper"] != paper_id:

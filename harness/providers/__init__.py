@@ -1,15 +1,19 @@
 """Providers make a run's hosts and describe them as an Ansible inventory; deployment is the same for all.
 
 ``local`` runs every role on this machine, ``netns`` on network-namespace hosts
-of this machine reached over SSH (see base.py for the interface).
+of this machine reached over SSH, ``ssh`` on the user's servers listed in an
+inventory, ``aws`` on EC2 instances that Terraform makes for the run (see
+base.py for the interface, docs/providers.md for their use).
 """
 
 from ..errors import choose
 from .base import Provider
+from .aws import AwsProvider
 from .local import LocalProvider
 from .netns import NetnsProvider
+from .ssh import SshProvider
 
-PROVIDERS: dict[str, type[Provider]] = {p.name: p for p in (LocalProvider, NetnsProvider)}
+PROVIDERS: dict[str, type[Provider]] = {p.name: p for p in (LocalProvider, NetnsProvider, SshProvider, AwsProvider)}
 
 
 def get_provider(name: str, **kwargs) -> Provider:

@@ -172,6 +172,10 @@ class AwsProvider(SshProvider):
                 return subprocess.CompletedProcess(argv, 124, "", "")
 
     # ---- checks before anything is created
+    def check(self) -> None:
+        # the inventory does not exist before `terraform apply`: check the inputs that make it
+        self._check_tools_and_inputs()
+
     def _check_tools_and_inputs(self) -> dict:
         self._terraform = find_terraform()
         if not self._terraform:

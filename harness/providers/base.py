@@ -36,6 +36,9 @@ class Provider(ABC):
     #: The built commands on the controller.
     bin_dir: Path
 
+    def check(self) -> None:
+        """Fail on bad input (a missing inventory, no credentials, no root) before any run is created."""
+
     @abstractmethod
     def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
         """Make one host per role of ``layout`` ready; return ``{component: [host, ...]}``.

@@ -800,6 +800,9 @@ class NetnsProvider(Provider):  # type: ignore[misc]
         self.cluster: NetnsCluster | None = None
         self.orphans_removed: list[dict] = []
 
+    def check(self) -> None:
+        preflight()
+
     @staticmethod
     def host_name(role: str) -> str:
         return role.replace("_", "-")

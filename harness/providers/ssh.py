@@ -47,7 +47,7 @@ from pathlib import Path
 import yaml
 
 from .. import REPO_ROOT
-from ..deploy import PLAYBOOKS, ansible_env, run_playbook
+from ..deploy import PLAYBOOKS, ansible_env, ansible_failures, run_playbook, task_reason
 from ..errors import HarnessError
 from ..tools import require_tool
 from .base import Provider, groups_of
@@ -132,41 +132,6 @@ def _inventory_error(path: Path, stderr: str) -> str:
 
 # ---------------------------------------------------------------- Ansible results
 
-_FAIL_LINE = re.compile(r"^(?:fatal|failed): \[(?P<host>[^\]]+)\](?: \(item=.*?\))?"
-                        r"(?:: (?P<kind>UNREACHABLE|FAILED)!)? => (?P<json>\{.*\})\s*$")
-
-
-def _reason(result: dict) -> str:
-    """One line from an Ansible task result: the assertion's message, or the command and its stderr."""
-    msg = str(result.get("msg") or "").strip()
-    out = str(result.get("stderr") or result.get("stdout") or "").strip()
-    if result.get("module_stderr"):  # the module did not run (no Python, wrong interpreter...): say why
-        msg = f"{msg}: {' '.join(str(result['module_stderr']).split())[:300]}"
-    if result.get("cmd") and (not msg or msg == "non-zero return code"):
-        cmd = result["cmd"] if isinstance(result["cmd"], str) else " ".join(map(str, result["cmd"]))
-        return f"`{cmd}` exited {result.get('rc')}: {out or msg}"
-    if msg in ("", "non-zero return code") and out:
-        return out
-    return msg or out or "failed"
-
-
-def ansible_failures(text: str) -> dict[str, str]:
-    """``{host: reason}`` of the ``fatal:``/``failed:`` lines of an ansible-playbook log (first per host)."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        m = _FAIL_LINE.match(line.strip())
-        if not m or m["host"] in out:
-            continue
-        try:
-            result = json.loads(m["json"])
-        except ValueError:
-            result = {"msg": m["json"]}
-        reason = _reason(result)
-        out[m["host"]] = ("unreachable: " + reason) if m["kind"] == "UNREACHABLE" or result.get("unreachable") \
-            else reason
-    return out
-
-
 def _tail(path: Path, n: int = 5) -> str:
     try:
         lines = [ln for ln in Path(path).read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
@@ -225,7 +190,7 @@ def _adhoc_reason(result: dict) -> str | None:
     if result.get("unreachable"):
         return str(result.get("msg", "unreachable")).removeprefix("Task failed: ").strip()
     if result.get("failed") or result.get("rc", 0) != 0:
-        return _reason(result)
+        return task_reason(result)
     return None
 
 
@@ -350,6 +315,9 @@ class SshProvider(Provider):
         return self.run_dir / "provider"
 
     # ---- lifecycle
+    def check(self) -> None:
+        load_inventory(self.inventory_path)
+
     def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
         self._reset()
         self.run_dir = Path(run_dir)

@@ -5,10 +5,7 @@ nothing measured). What is tested is the ssh path through the harness: the
 user's inventory, the roles copying the commands to the servers over SSH,
 links shaped with tc from the experiment's network, the run's Prometheus
 scraping the servers' exporters, teardown, and nothing left afterwards. The
-ssh provider is registered here for the test only (registration in
-harness/providers/__init__.py belongs to the harness).
-
-Opt-in (FABRICREPRO_PROVIDER_E2E=1): it takes about 90 s.
+whole run takes about 90 s.
 """
 
 import io
@@ -18,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.providers import PROVIDERS
-from harness.providers.ssh import SshProvider
 from harness.reproduce import reproduce
 from harness.rundir import Run
 
@@ -27,15 +22,10 @@ from provider_hosts import ROLES, exporter_pids, user_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 FAKEBIN = REPO / "tests" / "harness" / "fakebin"
-# About 90 s, nearly all of it the harness' own point (as in tests/netns/test_reproduce_netns.py);
-# opt in so that tests/providers stays near 2 minutes: FABRICREPRO_PROVIDER_E2E=1
-pytestmark = [pytest.mark.netns,
-              pytest.mark.skipif(os.environ.get("FABRICREPRO_PROVIDER_E2E") != "1",
-                                 reason="end-to-end run through reproduce(); set FABRICREPRO_PROVIDER_E2E=1")]
+pytestmark = pytest.mark.netns
 
 
-def test_table1_on_ssh_servers(cluster, tmp_path, monkeypatch):
-    monkeypatch.setitem(PROVIDERS, "ssh", SshProvider)
+def test_table1_on_ssh_servers(cluster, tmp_path):
     inv = user_inventory(cluster, tmp_path / "servers.yml")
     remote = tmp_path / "remote"
     (run,) = reproduce("fastfabric", "table1-end-to-end", scale="smoke", repeat=1, provider="ssh",
