@@ -38,26 +38,3 @@ module "environment" {
   extra_vars            = { upstream_variant = "validation-opt" }
   tags                  = local.tags
 }
-
-# Where these modules were called directly from this file before the shared
-# environment module: state of a cluster created then moves instead of being
-# destroyed and recreated.
-moved {
-  from = module.topology
-  to   = module.environment.module.topology
-}
-
-moved {
-  from = module.network
-  to   = module.environment.module.region.module.network
-}
-
-moved {
-  from = module.cluster
-  to   = module.environment.module.region.module.cluster
-}
-
-moved {
-  from = module.inventory
-  to   = module.environment.module.inventory
-}
