@@ -85,7 +85,9 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress) -> None:
         groups = provider.up(hosts, run.path)
         inventory = provider.inventory(run.path / "inventory.yml", groups)
         links = provider.apply_links(network_links(experiment, driver, hosts))
+        tuning = provider.tune(host_settings(run))
         run.metadata.update({"layout": hosts, "roles": groups, "cluster": {**provider.describe(), "links": links},
+                             "host_tuning": tuning,
                              "topology_not_deployed": _not_deployed(experiment, hosts)})
         run.save()
         monitor = ResourceMonitor(run.path / "provider" / "monitor", provider.monitor_targets(groups),
@@ -116,6 +118,12 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress) -> None:
             monitor.stop()
         provider.down()
     analyze_run(run)
+
+
+def host_settings(run: Run) -> dict:
+    """The kernel parameters the paper set on its hosts (its ``settings.sysctl``), e.g. Fujitsu's TCP reuse."""
+    paper = run.stored("experiment").get("paper") or {}
+    return dict((paper.get("settings") or {}).get("sysctl") or {})
 
 
 def _collect_resources(monitor: ResourceMonitor, start_ns: int, end_ns: int, point_dir: Path,

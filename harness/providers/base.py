@@ -78,6 +78,16 @@ class Provider(ABC):
                            "use --provider netns (toxiproxy, tc htb) or ssh/aws (tc netem, tbf)"}
                 for link in links]
 
+    def tune(self, sysctls: dict) -> list[dict]:
+        """Set the kernel parameters a paper states for its hosts; return what was (or was not) set.
+
+        A provider whose hosts share this machine's kernel settings does not
+        change them: each is recorded as not applied, with the reason.
+        """
+        return [{"name": k, "value": v, "applied": False,
+                 "reason": f"the {self.name} provider does not change this machine's kernel settings"}
+                for k, v in sysctls.items()]
+
     def unreachable(self) -> dict[str, str]:
         """Hosts that no longer answer, with the reason (checked after a point fails)."""
         return {}

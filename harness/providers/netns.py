@@ -849,6 +849,26 @@ class NetnsProvider(Provider):  # type: ignore[misc]
         return self._up().apply_links([{**l, "from": self.host_name(l["from"]), "to": self.host_name(l["to"])}
                                        for l in links])
 
+    def tune(self, sysctls: dict) -> list[dict]:
+        """Set each parameter inside every host's network namespace (net.* settings are per namespace).
+
+        A parameter the kernel keeps for the whole machine is not changed: it is
+        recorded as not applied rather than altering this machine for everyone.
+        """
+        c = self._up()
+        out = []
+        for name, value in sysctls.items():
+            if not str(name).startswith("net."):
+                out.append({"name": name, "value": value, "applied": False,
+                            "reason": "not a per-namespace (net.*) parameter; the netns hosts share this kernel"})
+                continue
+            before = {h: c.exec(h, ["sysctl", "-n", name]).stdout.strip() for h in c.hosts}
+            for h in c.hosts:
+                c.exec(h, ["sysctl", "-q", "-w", f"{name}={value}"])
+            out.append({"name": name, "value": value, "applied": True, "before": before,
+                        "method": "sysctl -w in each host's network namespace (gone with it)"})
+        return out
+
     def unreachable(self) -> dict[str, str]:
         """Hosts whose namespace or sshd is gone (a host that died mid-run)."""
         c = self._up()

@@ -63,6 +63,7 @@ PREFLIGHT_PLAYBOOK = "provider-preflight.yml"
 EXPORTER_PLAYBOOK = "node-exporter.yml"
 EXPORTER_STOP_PLAYBOOK = "node-exporter-stop.yml"
 LINKS_PLAYBOOK = "links.yml"
+SYSCTL_PLAYBOOK = "sysctl.yml"
 #: htb needs a rate on every class; a delay-only link gets this one, far above any NIC it will meet.
 UNSHAPED_RATE_MBIT = 100_000
 #: netem's queue must hold what is in flight during the delay; without a rate, assume a 10 Gbit/s NIC.
@@ -305,6 +306,7 @@ class SshProvider(Provider):
         self._checks = 0
         self._down_done = True
         self._exporters_started = False   # the exporter playbook ran (down() must stop what it started)
+        self._sysctl_before: dict[str, dict] = {}   # host -> kernel parameters as they were before tune()
 
     # ---- paths
     @property
@@ -456,11 +458,37 @@ class SshProvider(Provider):
             if f.exists():
                 self.exporters[h] = json.loads(f.read_text(encoding="utf-8"))
 
+    def tune(self, sysctls: dict) -> list[dict]:
+        """Set the parameters on every chosen host with ``sysctl -w``; ``down`` restores the values before."""
+        if not sysctls:
+            return []
+        hosts = list(self.host_roles)
+        saved = self.provider_dir / "sysctl"
+        saved.mkdir(parents=True, exist_ok=True)
+        try:
+            self._playbook(SYSCTL_PLAYBOOK, "sysctl.log", {"fabricrepro_sysctls": {h: dict(sysctls) for h in hosts},
+                                                           "fabricrepro_sysctl_save": True},
+                           "setting kernel parameters", timeout=300)
+        finally:
+            # whatever was read before a failure is restored by down()
+            self._sysctl_before = {h: json.loads((saved / f"{h}.json").read_text(encoding="utf-8"))
+                                   for h in hosts if (saved / f"{h}.json").exists()}
+        before = self._sysctl_before
+        return [{"name": k, "value": v, "applied": True, "method": "sysctl -w (restored when the run ends)",
+                 "before": {h: before[h].get(k) for h in hosts}} for k, v in sysctls.items()]
+
     def down(self) -> None:
-        """Remove the links' shaping and stop the exporters started by ``up``; log, never raise."""
+        """Restore kernel parameters, remove the links' shaping, stop the exporters started by ``up``; log, never raise."""
         if self._down_done or self.hosts_inventory is None:
             return
         self._down_done = True
+        if self._sysctl_before:
+            try:
+                self._playbook(SYSCTL_PLAYBOOK, "sysctl-restore.log", {"fabricrepro_sysctls": self._sysctl_before},
+                               "restoring kernel parameters", timeout=300, fresh=True)
+                self._sysctl_before = {}
+            except HarnessError as e:
+                log.warning("%s provider: %s", self.name, e)
         if self._shaped:
             clear = {h: [c for d in sorted(devs) for c in tc_clear_commands(d)] for h, devs in self._shaped.items()}
             try:

@@ -319,3 +319,20 @@ def test_sigint_during_start_leaves_nothing(tmp_path):
             proc.kill()
             proc.wait()
         N.cleanup(prefix)
+
+
+def test_provider_sets_net_parameters_per_host_namespace_only(tmp_path):
+    p = N.NetnsProvider(work_root=tmp_path / "work", bin_dir=tmp_path / "bin")
+    root_before = subprocess.run(["sysctl", "-n", "net.ipv4.tcp_fin_timeout"], capture_output=True, text=True).stdout
+    try:
+        p.up({"peer": ["peer"], "client": ["loadgen"]}, tmp_path / "run")
+        applied = p.tune({"net.ipv4.tcp_fin_timeout": 5, "vm.swappiness": 10})
+        assert applied[0]["applied"] and applied[0]["before"]["peer"] == root_before.strip()
+        assert not applied[1]["applied"] and "per-namespace" in applied[1]["reason"]
+        for h in ("peer", "client"):
+            assert p.cluster.exec(h, ["sysctl", "-n", "net.ipv4.tcp_fin_timeout"]).stdout.strip() == "5"
+        # this machine's own setting is untouched
+        assert subprocess.run(["sysctl", "-n", "net.ipv4.tcp_fin_timeout"], capture_output=True,
+                              text=True).stdout == root_before
+    finally:
+        p.down()

@@ -52,6 +52,7 @@ def test_table1_on_netns_hosts_over_ssh(tmp_path):
     assert cluster["provider"] == "netns" and set(cluster["hosts"]) == {"orderer", "peer", "client"}
     assert meta["roles"]["loadgen"] == ["client"] and meta["roles"]["peer"] == ["peer"]
     assert meta["topology_not_deployed"] == {"endorser": 5, "kafka": 3, "storage": 1, "zookeeper": 3}
+    assert meta["host_tuning"] == []   # FastFabric states no kernel settings
     # the paper's 1 Gbit/s switch, shaped on every host towards every other
     links = cluster["links"]
     assert len(links) == 6 and all(l["rate_mbit"] == 1000 and l["rate_method"] == "tc htb" for l in links)
