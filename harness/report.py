@@ -209,11 +209,12 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     from .resources import plot_resources
     from .rundir import read_json
 
-    rows, figures = [], []
+    rows, figures, measured = [], [], 0
     for point_dir in sorted((run.path / "points").iterdir()):
         rjson = point_dir / "metrics" / "resources.json"
         if not rjson.is_file():
             continue
+        measured += 1
         doc = read_json(rjson)
         for host, h in sorted(doc["hosts"].items()):
             m = h.get("metrics", {})
@@ -247,7 +248,7 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     if not_deployed:
         blocks.append(("p", "Roles of the paper's topology this build does not deploy yet: "
                             + ", ".join(f"{r} ×{n}" for r, n in sorted(not_deployed.items())) + "."))
-    if len(figures) < sum(1 for d in (run.path / "points").iterdir() if (d / "metrics").is_dir()):
+    if len(figures) < measured:
         blocks.append(("p", f"Figures for the first {len(figures)} points; every point's samples are in "
                             "`points/<point>/metrics/resources.parquet`."))
     return blocks + figures

@@ -37,7 +37,7 @@ def skip_reason(experiment: dict) -> str | None:
     return None
 
 
-def network_links(experiment: dict, driver: str, hosts: dict[str, list[str]]) -> list[dict]:
+def network_links(experiment: dict, hosts: dict[str, list[str]]) -> list[dict]:
     """The links the experiment's ``network`` asks for between the run's hosts.
 
     ``network.rate_mbit`` / ``network.delay_ms`` apply to every ordered pair of
@@ -62,7 +62,7 @@ def network_links(experiment: dict, driver: str, hosts: dict[str, list[str]]) ->
         pairs[(link["from"], link["to"])] = {k: link[k] for k in ("rate_mbit", "delay_ms") if link.get(k)}
     links = []
     for (a, b), shape in sorted(pairs.items()):
-        ports = host_ports(driver, hosts[b])
+        ports = host_ports(hosts[b])
         if shape.get("delay_ms") and not ports:
             shape.pop("delay_ms")
         if shape:
@@ -80,13 +80,15 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress) -> None:
     experiment = plan.experiment
     driver = experiment["driver"]
     hosts = layout(driver)
+    run.metadata["layout"] = hosts
+    run.save()
     monitor = None
     try:
         groups = provider.up(hosts, run.path)
         inventory = provider.inventory(run.path / "inventory.yml", groups)
-        links = provider.apply_links(network_links(experiment, driver, hosts))
+        links = provider.apply_links(network_links(experiment, hosts))
         tuning = provider.tune(host_settings(run))
-        run.metadata.update({"layout": hosts, "roles": groups, "cluster": {**provider.describe(), "links": links},
+        run.metadata.update({"roles": groups, "cluster": {**provider.describe(), "links": links},
                              "host_tuning": tuning,
                              "topology_not_deployed": _not_deployed(experiment, hosts)})
         run.save()
@@ -184,7 +186,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         else:
             plan = make_plan(paper, experiment, scale, overrides=overrides, repeat=repeat)
             run = Run.create(results, paper.doc["paper"], experiment, plan.resolved, provider=provider,
-                             build=_build(plan), roles=layout(experiment["driver"]),
+                             build=_build(plan),
                              seed=plan.resolved["parameters"].get("seed", {}).get("value"))
         runs.append(run)
         progress = Progress(len(plan.points), title=experiment["id"], stream=stream)

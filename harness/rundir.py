@@ -147,7 +147,7 @@ class Run:
 
     @classmethod
     def create(cls, results: Path, paper: dict, experiment: dict, resolved: dict, *,
-               provider: str, build: dict, roles: dict | None = None, seed=None,
+               provider: str, build: dict, seed=None,
                started: datetime | None = None) -> "Run":
         """Create a new run directory and write its inputs and ``running`` metadata.
 
@@ -184,7 +184,7 @@ class Run:
             "git": git,
             "build": build,
             "provider": provider,
-            "roles": roles or {},
+            "roles": {},          # component -> hosts, set once the provider has made them
             "seed": seed,
             "host": host_facts(),
             "tool_versions": tool_versions(),

@@ -24,27 +24,27 @@ import math
 import time
 from pathlib import Path
 
+import yaml
+
 from . import analyze
 from .collect import convert_point
-from .deploy import run_playbook
+from .deploy import PLAYBOOKS, run_playbook
 from .errors import HarnessError, Interrupted
 from .plan import Point
 from .rundir import Run, write_json
 
 #: Per driver: the playbook, the roles it deploys (in start order), the commands it
-#: needs, where each component runs (``placement``: component -> the topology role
-#: of its host; ``crypto`` runs on the controller) and the TCP ports its servers
-#: listen on (what a delayed link to that host proxies).
+#: needs and where each component runs (``placement``: component -> the topology
+#: role of its host; ``crypto`` runs on the controller).
 DRIVERS = {
     "committer-bench": {"playbook": "committer-bench.yml", "roles": ["crypto", "committerbench"],
                         "binaries": ["cryptogen", "configtxgen", "committerbench"],
-                        "placement": {"committerbench": "peer"}, "ports": {}},
+                        "placement": {"committerbench": "peer"}},
     "end-to-end": {"playbook": "end-to-end.yml", "roles": ["crypto", "orderer", "peer", "blockwatch", "loadgen"],
                    "binaries": ["cryptogen", "configtxgen", "orderer", "peer", "blockwatch", "loadgen"],
                    # the block watcher is a client of the peer: it sits with the load generator,
                    # as FastFabric's client server measured from outside the peer
-                   "placement": {"orderer": "orderer", "peer": "peer", "blockwatch": "client", "loadgen": "client"},
-                   "ports": {"orderer": [7050], "peer": [7051]}},
+                   "placement": {"orderer": "orderer", "peer": "peer", "blockwatch": "client", "loadgen": "client"}},
 }
 
 
@@ -56,9 +56,16 @@ def layout(driver: str) -> dict[str, list[str]]:
     return out
 
 
-def host_ports(driver: str, components: list[str]) -> list[int]:
-    """The ports the servers among ``components`` listen on."""
-    return sorted({p for c in components for p in DRIVERS[driver]["ports"].get(c, [])})
+def host_ports(components: list[str]) -> list[int]:
+    """The ports the servers among ``components`` listen on: each role's ``<role>_port`` default."""
+    ports = set()
+    for c in components:
+        defaults = PLAYBOOKS / "roles" / c / "defaults" / "main.yml"
+        if defaults.is_file():
+            port = (yaml.safe_load(defaults.read_text(encoding="utf-8")) or {}).get(f"{c}_port")
+            if port is not None:
+                ports.add(int(port))
+    return sorted(ports)
 
 
 def _param(point: Point, name: str):

@@ -44,11 +44,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import HarnessError
-
-try:  # the registry of providers is optional: the cluster works without it
-    from .base import Provider
-except ImportError:  # pragma: no cover - base.py is owned elsewhere
-    Provider = object  # type: ignore[misc,assignment]
+from .base import Provider, groups_of
 
 #: Every namespace, veth and registry entry of this provider starts with this.
 PREFIX_ROOT = "fr-"
@@ -779,7 +775,7 @@ def list_clusters() -> dict[str, list[str]]:
 
 # ---------------------------------------------------------------- provider adapter
 
-class NetnsProvider(Provider):  # type: ignore[misc]
+class NetnsProvider(Provider):
     """``--provider netns``: one namespace host per role of the run's layout, reached over SSH.
 
     ``up(layout, run_dir)`` makes a host named after each role (``orderer``,
@@ -809,7 +805,6 @@ class NetnsProvider(Provider):  # type: ignore[misc]
 
     def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
         """Create one host per role of ``layout`` and wait until each answers SSH."""
-        from .base import groups_of
         self.orphans_removed = cleanup_orphans()
         hosts = {role: self.host_name(role) for role in layout}
         self.cluster = NetnsCluster(Path(run_dir) / "provider" / "netns", list(hosts.values()),
@@ -833,7 +828,7 @@ class NetnsProvider(Provider):  # type: ignore[misc]
         return {**self._up().host_vars(host), "fabricrepro_address": host}
 
     def describe(self) -> dict:
-        d = self._up().describe() if self.cluster else {"provider": self.name}
+        d = self.cluster.describe() if self.cluster else {"provider": self.name}
         if self.orphans_removed:
             d["orphans_removed"] = [o["prefix"] for o in self.orphans_removed]
         return d

@@ -101,10 +101,10 @@ def test_unknown_link_host_is_a_clear_error(tmp_path):
     from harness.reproduce import network_links
     with pytest.raises(HarnessError, match="'kafka' is not a host of this run"):
         network_links({"id": "x", "network": {"links": [{"from": "client", "to": "kafka", "delay_ms": 5}]}},
-                      "end-to-end", {"client": ["loadgen"], "orderer": ["orderer"]})
+                      {"client": ["loadgen"], "orderer": ["orderer"]})
     links = network_links({"id": "x", "network": {"delay_ms": 20, "links": [{"from": "client", "to": "orderer",
                                                                              "rate_mbit": 100}]}},
-                          "end-to-end", {"client": ["loadgen"], "orderer": ["orderer"]})
+                          {"client": ["loadgen"], "orderer": ["orderer"]})
     # delay towards a host without servers does nothing and is left out; the pair override replaces the default
     assert links == [{"from": "client", "to": "orderer", "rate_mbit": 100}]
 

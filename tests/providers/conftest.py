@@ -7,36 +7,22 @@ cluster is torn down in the fixture's ``finally`` (killing every process left
 in its namespaces, the node-exporters included) even when a test fails.
 """
 
-import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-for _p in (REPO, Path(__file__).resolve().parent):   # harness, and provider_hosts beside this file
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # provider_hosts beside this file
 
 from harness.providers import netns as N  # noqa: E402
 
 from provider_hosts import ROLES  # noqa: E402
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "netns: creates network-namespace hosts (needs root and `ip netns`)")
-
-
-def _netns_skip_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "netns hosts need root (they are network namespaces)"
-    if not shutil.which("ip") or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
-        return "`ip netns` is not available"
-    if not os.access("/usr/sbin/sshd", os.X_OK):
-        return "sshd is not installed (openssh-server)"
+def _tools_skip_reason() -> str | None:
+    """What the provider tests need beyond netns hosts (tests/conftest.py checks those)."""
     if not shutil.which("ansible-playbook"):
         return "ansible is not installed"
     if not shutil.which("prometheus-node-exporter"):
@@ -45,7 +31,7 @@ def _netns_skip_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = _netns_skip_reason()
+    reason = _tools_skip_reason()
     if reason:
         for item in items:
             if "netns" in item.keywords and str(item.fspath).startswith(str(Path(__file__).parent)):
