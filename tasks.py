@@ -27,9 +27,17 @@ def setup(c):
     _guard(toolchain.setup)
 
 
-@task
-def build(c):
-    """Generate the Fabric protobuf code and build the Go commands into bin/."""
+@task(help={
+    "upstream": "build a system's published code instead (systems/<system>/upstream.yaml), e.g. fabric-1.2",
+    "source": "upstream source: auto (a snapshot in ../shared/upstream if present, else git clone), snapshot, git",
+})
+def build(c, upstream=None, source="auto"):
+    """Generate the Fabric protobuf code and build the Go commands into bin/ (or one upstream system)."""
+    if upstream:
+        from harness import upstream as up
+        built = _guard(up.build, upstream, source)
+        print(f"{upstream}: {built.path}")
+        return
     from harness import toolchain
     _guard(toolchain.build)
 
@@ -60,10 +68,13 @@ def test(c):
     "region": "aws: region (default: the environment's)",
     "key_file": "aws: SSH private key whose .pub is installed on the instances",
     "instance_type": "aws: one instance type for every role (default: per role, see infra/terraform)",
+    "build": "upstream (the published code, built from source), reference (this repository's Go build), "
+             "or auto (default: upstream where it can run, else reference, saying why)",
+    "source": "where upstream code comes from: auto (../shared/upstream snapshot if present, else git), snapshot, git",
 })
 def reproduce(c, paper, experiment=None, scale="smoke", provider="local", repeat=None, resume=None, set=None,
               inventory=None, remote_work_root=None, preflight=True, clock_sync=True, ami_id=None,
-              operator_cidr=None, region=None, key_file=None, instance_type=None):
+              operator_cidr=None, region=None, key_file=None, instance_type=None, build="auto", source="auto"):
     """Run a paper's experiments and render its report."""
     from harness.config import parse_assignments
     from harness.reproduce import reproduce as run
@@ -82,7 +93,8 @@ def reproduce(c, paper, experiment=None, scale="smoke", provider="local", repeat
                                           "key_file": key_file, "instance_type": instance_type}.items() if v})
     runs = _guard(lambda: run(paper, experiment, scale=scale, provider=provider,
                               repeat=int(repeat) if repeat else None, resume=resume,
-                              overrides=parse_assignments(set), provider_options=options))
+                              overrides=parse_assignments(set), provider_options=options,
+                              build=build, source=source))
     unfinished = [r for r in runs if r.metadata["status"] != "complete"]
     if unfinished:
         raise Exit("error: " + "; ".join(f"{r.metadata['experiment']} {r.metadata['status']}: {r.metadata.get('reason')}"

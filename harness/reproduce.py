@@ -19,21 +19,23 @@ from .plan import Plan, expand, make_plan, pending
 from .progress import Progress
 from .providers import PROVIDERS, get_provider
 from .report import render_paper
-from .rundir import Run, git_state, write_json
+from .rundir import Run, write_json
 from .resources import ResourceMonitor
-from .runner import DRIVERS, host_ports, layout, run_point
+from .builds import Choice, choose_build, known_drivers, prepare
+from .runner import host_ports, run_point
 from .tools import require_binaries, require_tool
 
 RESULTS = REPO_ROOT / "results"
 REPORTS = REPO_ROOT / "reports"
 
 
-def skip_reason(experiment: dict) -> str | None:
+def skip_reason(experiment: dict, systems_dir: Path | None = None) -> str | None:
     """Why an experiment cannot run (None if it can)."""
     if not experiment.get("runnable"):
         return experiment.get("not_runnable_reason") or "marked not runnable in the catalogue"
-    if experiment.get("driver") not in DRIVERS:
-        return f"driver {experiment.get('driver')!r} has no runner yet (runners: {', '.join(sorted(DRIVERS))})"
+    drivers = known_drivers(systems_dir)
+    if experiment.get("driver") not in drivers:
+        return f"driver {experiment.get('driver')!r} has no runner yet (runners: {', '.join(sorted(drivers))})"
     return None
 
 
@@ -70,7 +72,7 @@ def network_links(experiment: dict, hosts: dict[str, list[str]]) -> list[dict]:
     return links
 
 
-def _run_plan(plan: Plan, run: Run, provider, progress: Progress) -> None:
+def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice) -> None:
     """Bring the hosts up, run the pending points of ``plan``, analyze; always take the hosts down.
 
     Per-host metrics (node-exporter, one Prometheus) cover the whole run and
@@ -79,7 +81,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress) -> None:
     """
     experiment = plan.experiment
     driver = experiment["driver"]
-    hosts = layout(driver)
+    hosts = build.layout()
     run.metadata["layout"] = hosts
     run.save()
     monitor = None
@@ -100,7 +102,9 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress) -> None:
         for point in todo:
             progress.start(point.id)
             started_ns = time.time_ns()
-            summary = run_point(run, point, driver, inventory, provider.work_root, provider.bin_dir)
+            upstream_build = build.builds.get(point.system)
+            summary = run_point(run, point, driver, build.drivers[point.system], inventory, provider.work_root,
+                                provider.bin_dir, upstream_build.path if upstream_build else None)
             _collect_resources(monitor, started_ns, time.time_ns(), run.point_dir(point.id), progress)
             metric = experiment.get("metric")
             value = summary["metrics"].get(metric)
@@ -145,12 +149,16 @@ def _not_deployed(experiment: dict, hosts: dict[str, list[str]]) -> dict[str, in
 def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smoke", provider: str = "local",
               repeat: int | None = None, resume: str | None = None, overrides: dict | None = None,
               results: Path = RESULTS, reports: Path = REPORTS, stream=None,
-              provider_options: dict | None = None, papers_dir: Path | None = None) -> list[Run]:
+              provider_options: dict | None = None, papers_dir: Path | None = None,
+              build: str = "auto", source: str = "auto") -> list[Run]:
     """Reproduce a paper's experiments (or one) and render its report; returns the runs made.
 
     With ``resume`` (a run directory) only that run's missing points are run,
-    with the configuration stored in it. ``provider_options`` go to the
-    provider (e.g. ``bin_dir``, ``work_root`` of the local provider).
+    with the configuration (and build kind) stored in it. ``provider_options``
+    go to the provider (e.g. ``bin_dir``, ``work_root`` of the local
+    provider). ``build`` is ``auto`` (upstream where it can run, else the
+    reference build, saying why), ``upstream`` or ``reference``; ``source``
+    where an upstream build's code comes from (``harness.upstream.SOURCES``).
     """
     stream = stream or sys.stderr
     choose("scale", scale, SCALES)
@@ -169,31 +177,49 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     else:
         experiments = [paper.experiment(experiment_id)] if experiment_id else paper.experiments
 
+    systems_dir = Path(papers_dir).parent / "systems" if papers_dir else None
     skipped, runs = {}, []
     for experiment in experiments:
-        reason = skip_reason(experiment)
+        reason = skip_reason(experiment, systems_dir)
         if reason:
             skipped[experiment["id"]] = reason
             print(f"skip {experiment['id']}: {reason}", file=stream)
             continue
         require_tool("ansible-playbook")
-        require_binaries(DRIVERS[experiment["driver"]]["binaries"], provider_.bin_dir)
         if resume:
             stored = run.stored("resolved")
             plan = Plan(paper=paper_id, experiment=run.stored("experiment")["experiment"], scale=stored["scale"],
                         repetitions=stored["repetitions"], points=expand(stored), resolved=stored)
-            run.resume()
+            kind = run.metadata.get("build", {}).get("kind", "reference")
         else:
             plan = make_plan(paper, experiment, scale, overrides=overrides, repeat=repeat)
+            kind = build
+        try:
+            choice = choose_build(kind, sorted({p.system for p in plan.points}), experiment["driver"], source,
+                                  systems_dir)
+            if choice.fallback_reason:
+                print(f"{experiment['id']}: reference build (upstream not available: {choice.fallback_reason})",
+                      file=stream)
+            require_binaries(choice.binaries(), provider_.bin_dir)
+            prepare(choice, source, log=lambda line: print(line, file=stream), systems_dir=systems_dir)
+        except HarnessError as e:
+            if len(experiments) == 1:
+                raise
+            skipped[experiment["id"]] = str(e)
+            print(f"skip {experiment['id']}: {e}", file=stream)
+            continue
+        if resume:
+            run.resume()
+        else:
             run = Run.create(results, paper.doc["paper"], experiment, plan.resolved, provider=provider,
-                             build=_build(plan),
+                             build=choice.metadata(_switches(plan)),
                              seed=plan.resolved["parameters"].get("seed", {}).get("value"))
         runs.append(run)
         progress = Progress(len(plan.points), title=experiment["id"], stream=stream)
         progress.message(f"{experiment['id']}: {len(plan.points)} points at scale {plan.scale} -> {run.path}")
         try:
             with run.lifecycle():
-                _run_plan(plan, run, provider_, progress)
+                _run_plan(plan, run, provider_, progress, choice)
         except Interrupted:
             progress.message(f"interrupted; resume with: invoke reproduce --paper {paper_id} --resume {run.path}")
             raise
@@ -208,11 +234,9 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     return runs
 
 
-def _build(plan: Plan) -> dict:
-    """The build a run uses: this repository's reference implementation, with each variant's switches."""
-    return {"kind": "reference", "source": git_state()["sha"],
-            "switches": {vid: {k: s["value"] for k, s in v["switches"].items()}
-                         for vid, v in plan.resolved["variants"].items()}}
+def _switches(plan: Plan) -> dict:
+    """Each variant's resolved switches."""
+    return {vid: {k: s["value"] for k, s in v["switches"].items()} for vid, v in plan.resolved["variants"].items()}
 
 
 def _record_skipped(results: Path, paper_id: str, skipped: dict) -> None:

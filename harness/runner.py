@@ -1,6 +1,7 @@
 """Drive one point: deploy its components, run the workload, tear down by PID, collect.
 
-Drivers (the catalogue's ``driver`` field):
+Drivers (the catalogue's ``driver`` field; each system declares how its builds
+run them, see ``harness/builds.py``), e.g. for the reference build:
 
 * ``committer-bench``: FastFabric's peer experiment. The ``crypto`` role makes
   identities and the genesis block; ``committerbench`` pre-generates blocks and
@@ -32,29 +33,6 @@ from .deploy import PLAYBOOKS, run_playbook
 from .errors import HarnessError, Interrupted
 from .plan import Point
 from .rundir import Run, write_json
-
-#: Per driver: the playbook, the roles it deploys (in start order), the commands it
-#: needs and where each component runs (``placement``: component -> the topology
-#: role of its host; ``crypto`` runs on the controller).
-DRIVERS = {
-    "committer-bench": {"playbook": "committer-bench.yml", "roles": ["crypto", "committerbench"],
-                        "binaries": ["cryptogen", "configtxgen", "committerbench"],
-                        "placement": {"committerbench": "peer"}},
-    "end-to-end": {"playbook": "end-to-end.yml", "roles": ["crypto", "orderer", "peer", "blockwatch", "loadgen"],
-                   "binaries": ["cryptogen", "configtxgen", "orderer", "peer", "blockwatch", "loadgen"],
-                   # the block watcher is a client of the peer: it sits with the load generator,
-                   # as FastFabric's client server measured from outside the peer
-                   "placement": {"orderer": "orderer", "peer": "peer", "blockwatch": "client", "loadgen": "client"}},
-}
-
-
-def layout(driver: str) -> dict[str, list[str]]:
-    """``{host_role: [component, ...]}``: the hosts a driver's components need."""
-    out: dict[str, list[str]] = {}
-    for component, role in DRIVERS[driver]["placement"].items():
-        out.setdefault(role, []).append(component)
-    return out
-
 
 def host_ports(components: list[str]) -> list[int]:
     """The ports the servers among ``components`` listen on: each role's ``<role>_port`` default."""
@@ -101,13 +79,14 @@ def role_variables(driver: str, point: Point) -> dict:
             "blockwatch_stop_after": 1 + accounts + transactions, "blockwatch_timeout_s": timeout}
 
 
-def run_point(run: Run, point: Point, driver: str, inventory: Path, controller_work_root: Path,
-              bin_dir: Path) -> dict:
+def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,
+              bin_dir: Path, upstream_dir: Path | None = None) -> dict:
     """Run one point to its end and return its summary (status complete, failed or interrupted).
 
+    ``spec`` is the driver of the point's system in the run's build
+    (``harness.builds``); ``upstream_dir`` the upstream build it runs, if any.
     Re-raises ``Interrupted`` after the teardown so that the whole run stops.
     """
-    spec = DRIVERS[driver]
     point_dir = run.point_dir(point.id)
     write_json(point_dir / "point.json", point.to_dict())
     work = f"{run.metadata['paper']}/{run.metadata['experiment']}/{run.id}/{point.id}"
@@ -119,6 +98,7 @@ def run_point(run: Run, point: Point, driver: str, inventory: Path, controller_w
         "fabricrepro_controller_bin_dir": str(bin_dir),
         "fabricrepro_switches": point.switches,
         "fabricrepro_stop_order": list(reversed(spec["roles"])),
+        **({"fabricrepro_upstream_dir": str(upstream_dir)} if upstream_dir else {}),
         **role_variables(driver, point),
     }
     logs = point_dir / "logs"

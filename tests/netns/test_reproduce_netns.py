@@ -41,7 +41,7 @@ def _run(tmp_path, experiment="table1-end-to-end", **kw):
     return reproduce("fastfabric", experiment, scale="smoke", repeat=1, provider="netns",
                      results=tmp_path / "results", reports=tmp_path / "reports", stream=io.StringIO(),
                      provider_options={"bin_dir": FAKEBIN, "work_root": tmp_path / "work"},
-                     papers_dir=REPO / "papers", **kw)
+                     papers_dir=REPO / "papers", build="reference", **kw)
 
 
 def test_table1_on_netns_hosts_over_ssh(tmp_path):
@@ -121,7 +121,7 @@ def test_ctrl_c_mid_point_marks_run_interrupted_and_leaves_nothing(tmp_path):
               f"    reproduce('fastfabric', 'table1-end-to-end', scale='smoke', repeat=1, provider='netns',\n"
               f"              results=Path({str(tmp_path / 'results')!r}), reports=Path({str(tmp_path / 'reports')!r}),\n"
               f"              provider_options={{'bin_dir': Path({str(FAKEBIN)!r}), 'work_root': Path({str(tmp_path / 'work')!r})}},\n"
-              f"              papers_dir=Path({str(REPO / 'papers')!r}))\n"
+              f"              papers_dir=Path({str(REPO / 'papers')!r}), build='reference')\n"
               "except Interrupted:\n"
               "    sys.exit(130)\n")
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

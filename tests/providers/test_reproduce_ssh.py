@@ -33,7 +33,7 @@ def test_table1_on_ssh_servers(cluster, tmp_path):
                        # no clock check: see test_ssh.py (no systemd or chrony in these namespaces)
                        provider_options={"inventory": inv, "work_root": str(remote), "bin_dir": FAKEBIN,
                                          "controller_work_root": tmp_path / "work", "require_clock_sync": False},
-                       papers_dir=REPO / "papers")
+                       papers_dir=REPO / "papers", build="reference")
     meta = Run.open(run.path).metadata
     assert meta["status"] == "complete", meta.get("reason")
     cluster_meta = meta["cluster"]

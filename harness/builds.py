@@ -1,0 +1,130 @@
+"""Which build of each system a run uses, and the driver that runs it.
+
+Every system has two builds behind one interface (docs/architecture.md):
+
+* ``upstream``: the published code, built by ``harness.upstream`` from the
+  recipe in ``systems/<system>/upstream.yaml``, whose ``drivers`` say how each
+  catalogue driver runs it;
+* ``reference``: this repository's Go implementation (``bin/``), whose drivers
+  are in ``systems/<system>/system.yaml`` under ``reference.drivers``.
+
+A driver spec is ``{playbook, roles, binaries, placement}``: the playbook of
+a point, the roles it starts (teardown stops them in reverse), this
+repository's commands it needs, and the topology role each component's host
+has. ``--build auto`` (the default) takes upstream wherever its recipe has the
+driver and its source is at hand, and says why when it falls back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import REPO_ROOT
+from . import upstream
+from .catalogue import load_system
+from .errors import HarnessError, choose
+from .rundir import git_state
+
+KINDS = ("auto", "upstream", "reference")
+
+
+@dataclass
+class Choice:
+    """The build of one run: its kind, each system's driver spec and provenance, why it fell back."""
+    kind: str
+    drivers: dict[str, dict]            # system -> driver spec
+    provenance: dict[str, dict] = field(default_factory=dict)
+    fallback_reason: str | None = None
+    builds: dict[str, upstream.Build] = field(default_factory=dict)
+
+    def metadata(self, switches: dict) -> dict:
+        """What ``metadata.json`` records under ``build``."""
+        out = {"kind": self.kind, "systems": self.provenance, "switches": switches}
+        if self.kind == "reference":
+            out["source"] = git_state()["sha"]
+        if self.fallback_reason:
+            out["fallback_reason"] = self.fallback_reason
+        return out
+
+    def layout(self) -> dict[str, list[str]]:
+        """``{host_role: [component, ...]}`` over every system's driver."""
+        out: dict[str, list[str]] = {}
+        for spec in self.drivers.values():
+            for component, role in spec["placement"].items():
+                if component not in out.setdefault(role, []):
+                    out[role].append(component)
+        return out
+
+    def binaries(self) -> list[str]:
+        return list(dict.fromkeys(b for spec in self.drivers.values() for b in spec["binaries"]))
+
+
+def reference_driver(system: str, driver: str, systems_dir: Path | None = None) -> dict | None:
+    """The reference build's spec of ``driver`` for ``system`` (None if it has none)."""
+    doc = load_system(system, systems_dir)
+    return (doc["reference"].get("drivers") or {}).get(driver)
+
+
+def upstream_driver(system: str, driver: str, systems_dir: Path | None = None) -> dict | None:
+    """The upstream build's spec of ``driver`` for ``system`` (None without a recipe or that driver)."""
+    systems_dir = systems_dir or upstream.SYSTEMS
+    if system not in upstream.systems_with_recipe(systems_dir):
+        return None
+    return (upstream.load_recipe(system, systems_dir).get("drivers") or {}).get(driver)
+
+
+def _upstream_unavailable(systems: list[str], driver: str, source: str, systems_dir: Path | None) -> str | None:
+    for system in systems:
+        if upstream_driver(system, driver, systems_dir) is None:
+            return f"system {system} has no upstream driver {driver!r} yet (systems/{system}/upstream.yaml)"
+        why = upstream.source_available(upstream.load_recipe(system, systems_dir or upstream.SYSTEMS), source)
+        if why:
+            return f"system {system}: {why}"
+    return None
+
+
+def choose_build(kind: str, systems: list[str], driver: str, source: str = "auto",
+                 systems_dir: Path | None = None) -> Choice:
+    """Decide the build of a run whose variants use ``systems`` with catalogue ``driver``.
+
+    ``upstream`` fails with the reason when it cannot be had; ``auto`` falls
+    back to the reference build and records why.
+    """
+    choose("build", kind, KINDS)
+    reason = None
+    if kind in ("auto", "upstream"):
+        reason = _upstream_unavailable(systems, driver, source, systems_dir)
+        if reason is None:
+            return Choice("upstream", {s: upstream_driver(s, driver, systems_dir) for s in systems})
+        if kind == "upstream":
+            raise HarnessError(f"--build upstream: {reason}", hint="use --build reference, or see docs/upstream.md")
+    drivers = {}
+    for system in systems:
+        spec = reference_driver(system, driver, systems_dir)
+        if spec is None:
+            raise HarnessError(f"system {system} has no reference driver {driver!r} "
+                               f"(systems/{system}/system.yaml reference.drivers)")
+        drivers[system] = spec
+    return Choice("reference", drivers, fallback_reason=reason)
+
+
+def prepare(choice: Choice, source: str = "auto", log=print, systems_dir: Path | None = None) -> None:
+    """Build (or reuse) every upstream system of ``choice`` and record its provenance."""
+    if choice.kind != "upstream":
+        return
+    for system in choice.drivers:
+        built = upstream.build(system, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log)
+        choice.builds[system] = built
+        choice.provenance[system] = built.provenance()
+
+
+def known_drivers(systems_dir: Path | None = None) -> set[str]:
+    """Every driver name any system declares, for either build."""
+    systems_dir = systems_dir or REPO_ROOT / "systems"
+    names: set[str] = set()
+    for path in Path(systems_dir).glob("*/system.yaml"):
+        names |= set((load_system(path.parent.name, systems_dir)["reference"].get("drivers") or {}))
+    for system in upstream.systems_with_recipe(systems_dir):
+        names |= set(upstream.load_recipe(system, systems_dir).get("drivers") or {})
+    return names

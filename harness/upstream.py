@@ -1,0 +1,407 @@
+"""Upstream builds: the published code of a system, pinned, fetched, verified, patched and built.
+
+A system's recipe is ``systems/<system>/upstream.yaml`` (schema
+``harness/schemas/upstream.json``): the repository and full commit, the
+snapshot that holds the same tree, the toolchain, the build targets, the
+chaincode built beside it, and the series of our patches
+(``systems/<system>/patches/``, applied in order with ``git apply``).
+
+The steps, each recorded in the build's ``build.json``:
+
+1. **source**: the snapshot in ``../shared/upstream/`` (its sha256 checked
+   against ``MANIFEST.tsv``, its commit against the pin) or a ``git clone`` of
+   the pinned commit (the ref's commit checked against the pin). ``auto``
+   prefers a snapshot that is present.
+2. **patch**: every patch of the series, in order.
+3. **build**: ``go build`` of each target in GOPATH mode, and each chaincode
+   in the same GOPATH.
+
+A build is kept under ``build/upstream/<system>/<key>/`` where the key hashes
+the commit, the patches, the toolchain and the chaincode sources: a second
+build with the same inputs reuses it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import REPO_ROOT, SCHEMA_VERSION
+from .catalogue import SCHEMAS, _load_schema, load_yaml, schema_errors
+from .errors import HarnessError, choose
+from .tools import require_tool
+
+SYSTEMS = REPO_ROOT / "systems"
+BUILDS = REPO_ROOT / "build" / "upstream"
+#: Where the source snapshots live beside a checkout (``FABRICREPRO_UPSTREAM_SNAPSHOTS`` overrides).
+SNAPSHOTS = REPO_ROOT.parent / "shared" / "upstream"
+SOURCES = ("auto", "snapshot", "git")
+#: Patch header fields we read (DEP-3 style, plus our Kind and Changes-measured-path).
+PATCH_FIELDS = ("Description", "Kind", "Changes-measured-path", "Origin", "Forwarded", "Paper")
+
+
+def snapshots_dir() -> Path:
+    """The directory of source snapshots (may not exist: a user's clone has none)."""
+    return Path(os.environ.get("FABRICREPRO_UPSTREAM_SNAPSHOTS") or SNAPSHOTS)
+
+
+def systems_with_recipe(systems_dir: Path = SYSTEMS) -> list[str]:
+    """Ids of the systems whose ``upstream.yaml`` is a build recipe (schema version 2).
+
+    The others still hold only the pins and server deploy of the older
+    upstream path (``playbooks/upstream/``, checked by ``infra/upstream_dryrun.py``).
+    """
+    return sorted(p.parent.name for p in Path(systems_dir).glob("*/upstream.yaml")
+                  if (load_yaml(p) or {}).get("schema_version") == 2)
+
+
+def load_recipe(system: str, systems_dir: Path = SYSTEMS) -> dict:
+    """The validated ``upstream.yaml`` of ``system``."""
+    choose("upstream system", system, systems_with_recipe(systems_dir))
+    path = Path(systems_dir) / system / "upstream.yaml"
+    doc = load_yaml(path)
+    errors = schema_errors(doc, _load_schema(SCHEMAS / "upstream.json"), path)
+    if errors:
+        raise HarnessError("invalid upstream recipe:\n  " + "\n  ".join(errors))
+    if doc["system"] != system:
+        raise HarnessError(f"{path}: system is {doc['system']!r}, but the file is in systems/{system}/")
+    return doc
+
+
+# ---------------------------------------------------------------- patches
+
+@dataclass(frozen=True)
+class Patch:
+    """One patch of a series: its file, content hash and header fields."""
+    name: str
+    path: Path
+    sha256: str
+    header: dict
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "sha256": self.sha256,
+                **{k.lower().replace("-", "_"): v for k, v in self.header.items()}}
+
+
+def read_patch(path: Path) -> Patch:
+    """Read a patch file and its header (the lines before the first ``diff``/``---``)."""
+    data = Path(path).read_bytes()
+    header: dict[str, str] = {}
+    key = None
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if line.startswith(("diff --git", "--- ", "Index: ")):
+            break
+        m = re.match(r"^([A-Za-z-]+):\s*(.*)$", line)
+        if m and m.group(1) in PATCH_FIELDS:
+            key = m.group(1)
+            header[key] = m.group(2).strip()
+        elif key and line.startswith((" ", "\t")) and line.strip():
+            header[key] += " " + line.strip()
+        else:
+            key = None
+    missing = [f for f in ("Description", "Kind") if f not in header]
+    if missing:
+        raise HarnessError(f"patch {path}: header lacks {', '.join(missing)} (see docs/upstream.md)")
+    return Patch(Path(path).name, Path(path), hashlib.sha256(data).hexdigest(), header)
+
+
+def patch_series(system: str, recipe: dict, systems_dir: Path = SYSTEMS) -> list[Patch]:
+    """The recipe's patches, in order, read from ``systems/<system>/patches/``."""
+    out = []
+    for name in recipe.get("patches") or []:
+        path = Path(systems_dir) / system / "patches" / name
+        if not path.is_file():
+            raise HarnessError(f"systems/{system}/upstream.yaml lists patch {name}, but {path} does not exist")
+        out.append(read_patch(path))
+    return out
+
+
+# ---------------------------------------------------------------- source
+
+def read_manifest(directory: Path) -> dict[str, dict]:
+    """``MANIFEST.tsv`` of a snapshot directory: name -> {repository, commit, sha256, note}."""
+    path = Path(directory) / "MANIFEST.tsv"
+    rows = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        cols = line.split("\t") + [""] * 5
+        rows[cols[0]] = {"repository": cols[1], "commit": cols[2], "sha256": cols[3], "note": cols[4].strip()}
+    return rows
+
+
+def snapshot_archive(recipe: dict, directory: Path | None = None) -> tuple[Path, dict] | None:
+    """The recipe's snapshot archive and manifest row, or None when no snapshot is at hand."""
+    directory = Path(directory or snapshots_dir())
+    name = recipe.get("snapshot")
+    if not name or not (directory / "MANIFEST.tsv").is_file():
+        return None
+    row = read_manifest(directory).get(name)
+    if row is None:
+        return None
+    archive = directory / f"{name}-{row['commit'][:12]}.tar.xz"
+    return (archive, row) if archive.is_file() else None
+
+
+def source_available(recipe: dict, source: str = "auto") -> str | None:
+    """Why no source of ``recipe`` can be had with ``source`` (None if one can)."""
+    choose("upstream source", source, SOURCES)
+    if source in ("auto", "snapshot") and snapshot_archive(recipe):
+        return None
+    if source == "snapshot":
+        return f"no snapshot {recipe.get('snapshot')!r} in {snapshots_dir()}"
+    if shutil.which("git"):
+        return None
+    return f"no snapshot {recipe.get('snapshot')!r} in {snapshots_dir()} and no git to clone {recipe['repository']}"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fetch_source(recipe: dict, dest: Path, source: str = "auto") -> dict:
+    """Put the pinned tree at ``dest``; return what was used (kind, where, commit, checksum)."""
+    choose("upstream source", source, SOURCES)
+    found = snapshot_archive(recipe) if source in ("auto", "snapshot") else None
+    if found:
+        return _from_snapshot(recipe, dest, *found)
+    if source == "snapshot":
+        raise HarnessError(f"no snapshot {recipe.get('snapshot')!r} of {recipe['system']} in {snapshots_dir()}",
+                           hint="set FABRICREPRO_UPSTREAM_SNAPSHOTS, or use --source git")
+    return _from_git(recipe, dest)
+
+
+def _from_snapshot(recipe: dict, dest: Path, archive: Path, row: dict) -> dict:
+    if row["commit"] != recipe["commit"]:
+        raise HarnessError(f"snapshot {archive.name} holds commit {row['commit']}, "
+                           f"but systems/{recipe['system']}/upstream.yaml pins {recipe['commit']}")
+    digest = sha256_file(archive)
+    if digest != row["sha256"]:
+        raise HarnessError(f"snapshot {archive} has sha256 {digest}, MANIFEST.tsv says {row['sha256']}: "
+                           "the archive is damaged or not the one listed")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        _run(["tar", "-xJf", str(archive), "-C", tmp], "unpack " + archive.name)
+        top = Path(tmp) / recipe["snapshot"]
+        if not top.is_dir():
+            raise HarnessError(f"snapshot {archive.name} has no top-level directory {recipe['snapshot']}/")
+        top.rename(dest)
+    return {"kind": "snapshot", "archive": str(archive), "sha256": digest, "commit": row["commit"],
+            "absent_files": row["note"] or None}
+
+
+def _from_git(recipe: dict, dest: Path) -> dict:
+    require_tool("git")
+    url = recipe.get("clone_url") or f"https://github.com/{recipe['repository']}.git"
+    _run(["git", "clone", "--quiet", "--no-checkout", url, str(dest)], f"clone {url}")
+    git = ["git", "-C", str(dest)]
+    _run(git + ["checkout", "--quiet", "--detach", recipe["commit"]], f"check out {recipe['commit']}")
+    head = _run(git + ["rev-parse", "HEAD"], "read HEAD").strip()
+    if head != recipe["commit"]:
+        raise HarnessError(f"{url}: checked out {head}, not the pinned {recipe['commit']}")
+    ref = recipe.get("ref")
+    if ref:
+        resolved = subprocess.run(git + ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                                  capture_output=True, text=True, check=False).stdout.strip()
+        if resolved and resolved != recipe["commit"] and not recipe.get("ref_moves"):
+            raise HarnessError(f"{url}: {ref} is {resolved}, but systems/{recipe['system']}/upstream.yaml "
+                               f"pins {recipe['commit']}: fix the pin")
+    shutil.rmtree(dest / ".git")
+    return {"kind": "git", "url": url, "commit": head}
+
+
+# ---------------------------------------------------------------- build
+
+@dataclass
+class Build:
+    """A finished upstream build: where it is and what it is."""
+    system: str
+    path: Path
+    info: dict
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.path / "bin"
+
+    @property
+    def gopath(self) -> Path:
+        return self.path / "gopath"
+
+    def provenance(self) -> dict:
+        """What a run's metadata records about this build."""
+        keys = ("system", "repository", "ref", "commit", "built_commit", "key", "source", "patches", "toolchain")
+        return {"kind": "upstream", "path": str(self.path), **{k: self.info[k] for k in keys if k in self.info}}
+
+
+def go_version() -> str:
+    require_tool("go")
+    return _run(["go", "version"], "go version").strip()
+
+
+def _tree_digest(root: Path) -> str:
+    """A digest of the files under ``root`` (names and contents)."""
+    h = hashlib.sha256()
+    for p in sorted(q for q in Path(root).rglob("*") if q.is_file()):
+        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def build_key(recipe: dict, patches: list[Patch], toolchain_version: str) -> str:
+    """The cache key of a build: commit, patches, toolchain and chaincode sources."""
+    doc = {"commit": recipe["commit"], "patches": [p.sha256 for p in patches],
+           "toolchain": recipe["toolchain"], "toolchain_version": toolchain_version,
+           "targets": recipe.get("targets"),
+           "chaincodes": {name: {**cc, "digest": _tree_digest(REPO_ROOT / cc["source"])}
+                          for name, cc in sorted((recipe.get("chaincodes") or {}).items())}}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def find_build(system: str, systems_dir: Path = SYSTEMS, builds: Path = BUILDS) -> Build | None:
+    """The finished build of ``system`` for its current recipe, if one exists."""
+    recipe = load_recipe(system, systems_dir)
+    key = build_key(recipe, patch_series(system, recipe, systems_dir), go_version())
+    path = Path(builds) / system / key
+    info_file = path / "build.json"
+    if info_file.is_file():
+        return Build(system, path, json.loads(info_file.read_text(encoding="utf-8")))
+    return None
+
+
+def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds: Path = BUILDS,
+          log=print) -> Build:
+    """Build ``system``'s upstream code (or reuse the build with the same key) and return it."""
+    choose("upstream source", source, SOURCES)
+    recipe = load_recipe(system, systems_dir)
+    choose("toolchain kind", recipe["toolchain"]["kind"], ["go-gopath"])
+    patches = patch_series(system, recipe, systems_dir)
+    version = go_version()
+    key = build_key(recipe, patches, version)
+    final = Path(builds) / system / key
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with _lock(final.parent / f"{key}.lock"):
+        if (final / "build.json").is_file():
+            log(f"upstream {system}: reusing build {key} ({final})")
+            return Build(system, final, json.loads((final / "build.json").read_text(encoding="utf-8")))
+        work = final.parent / f"{key}.partial"
+        shutil.rmtree(work, ignore_errors=True)
+        started = time.monotonic()
+        tree = work / "gopath" / "src" / recipe["toolchain"]["import_path"]
+        log(f"upstream {system}: fetching {recipe['repository']} @ {recipe['commit'][:12]} ({source})")
+        fetched = fetch_source(recipe, tree, source)
+        for patch in patches:
+            log(f"upstream {system}: applying {patch.name}")
+            _apply(patch, tree)
+        modules = [_add_module(m, work / "gopath", tree) for m in recipe["toolchain"].get("modules") or []]
+        env = _go_env(recipe, work)
+        _write_go_wrapper(work / "tools")
+        (work / "bin").mkdir()
+        for name, package in recipe["targets"].items():
+            log(f"upstream {system}: go build {package} -> bin/{name}")
+            _go_build(env, tree, package, work / "bin" / name, recipe["toolchain"].get("tags") or [])
+        for name, cc in (recipe.get("chaincodes") or {}).items():
+            src = work / "gopath" / "src" / cc["import_path"]
+            shutil.copytree(REPO_ROOT / cc["source"], src, ignore=shutil.ignore_patterns("go.mod", "go.sum"))
+            log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name}")
+            _go_build(env, src, ".", work / "bin" / name, [])
+        info = {"schema_version": SCHEMA_VERSION, "system": system, "repository": recipe["repository"],
+                "ref": recipe.get("ref"), "commit": recipe["commit"], "built_commit": fetched["commit"],
+                "key": key, "source": fetched, "patches": [p.to_dict() for p in patches],
+                "toolchain": {**recipe["toolchain"], "version": version, "env": {k: env[k] for k in _GO_ENV_KEYS}},
+                "modules": modules, "targets": recipe["targets"], "chaincodes": recipe.get("chaincodes") or {},
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "build_seconds": round(time.monotonic() - started, 1)}
+        (work / "build.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        work.rename(final)
+        log(f"upstream {system}: built in {info['build_seconds']} s -> {final}")
+        return Build(system, final, info)
+
+
+_GO_ENV_KEYS = ("GOPATH", "GO111MODULE", "GOFLAGS", "CGO_ENABLED")
+
+
+def _go_env(recipe: dict, work: Path) -> dict:
+    env = {**os.environ, "GOPATH": str(work / "gopath"), "GO111MODULE": "off", "GOFLAGS": "",
+           "CGO_ENABLED": os.environ.get("CGO_ENABLED", "1")}
+    env.update({k: str(v) for k, v in (recipe["toolchain"].get("env") or {}).items()})
+    return env
+
+
+def _go_build(env: dict, cwd: Path, package: str, out: Path, tags: list[str]) -> None:
+    cmd = ["go", "build", "-o", str(out)] + (["-tags", ",".join(tags)] if tags else []) + [package]
+    _run(cmd, f"go build {package}", cwd=cwd, env=env)
+
+
+def _apply(patch: Patch, tree: Path) -> None:
+    # GIT_CEILING_DIRECTORIES keeps git from treating an enclosing checkout as the repository.
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
+    _run(["git", "apply", "--whitespace=nowarn", str(patch.path.resolve())], f"apply {patch.name}", cwd=tree, env=env)
+
+
+def _add_module(module: dict, gopath: Path, tree: Path) -> dict:
+    """Download a Go module at a pinned version and place it (or some of its files) for GOPATH mode."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "GO111MODULE": "on", "GOFLAGS": "-modcacherw", "GOMODCACHE": cache}
+        out = _run(["go", "mod", "download", "-json", f"{module['path']}@{module['version']}"],
+                   f"download {module['path']}@{module['version']}", env=env, cwd=cache)
+        meta = json.loads(out)
+        src = Path(meta["Dir"])
+        if module.get("files"):
+            for inside, target in module["files"].items():
+                (tree / target).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src / inside, tree / target)
+        else:
+            dest = gopath / "src" / module["path"]
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(src, dest)
+    return {"path": module["path"], "version": module["version"], "sum": meta.get("Sum"),
+            **({"files": module["files"]} if module.get("files") else {})}
+
+
+_GO_WRAPPER = """#!/bin/sh
+# Fabric 1.x's peer CLI parses `go env` expecting KEY="v"; Go >= 1.17 prints KEY='v'.
+if [ "$#" -eq 1 ] && [ "$1" = env ]; then
+  {go} env | sed "s/='\\(.*\\)'$/=\\"\\1\\"/"
+else
+  exec {go} "$@"
+fi
+"""
+
+
+def _write_go_wrapper(tools: Path) -> None:
+    """``tools/go``: the real ``go``, with a bare ``go env`` printed the way Fabric 1.x parses it."""
+    tools.mkdir(parents=True, exist_ok=True)
+    (tools / "go").write_text(_GO_WRAPPER.format(go=shutil.which("go")), encoding="utf-8")
+    (tools / "go").chmod(0o755)
+
+
+@contextlib.contextmanager
+def _lock(path: Path):
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _run(cmd: list[str], what: str, **kwargs) -> str:
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False, **kwargs)
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
+        raise HarnessError(f"upstream build: {what} failed (exit {result.returncode}):\n{tail}")
+    return result.stdout

@@ -1,0 +1,187 @@
+"""The upstream build mechanism (harness/upstream.py) on a tiny GOPATH-mode project in a local git repository.
+
+The "upstream" here is a test double made in a tmp dir (a two-file Go program
+under a local git remote, and a snapshot directory with its own MANIFEST.tsv),
+so these tests need no ../shared and no network; the real Fabric build is
+tests/upstream/test_fabric12_build.py.
+"""
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import upstream
+from harness.errors import HarnessError
+
+pytestmark = pytest.mark.skipif(not shutil.which("go") or not shutil.which("git"), reason="needs go and git")
+
+MAIN_GO = 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println(greeting()) }\n'
+GREET_GO = 'package main\n\nfunc greeting() string { return "hello" }\n'
+PATCH = """Description: say bonjour
+Kind: instrumentation
+Changes-measured-path: no
+
+diff --git a/greet.go b/greet.go
+--- a/greet.go
++++ b/greet.go
+@@ -1,3 +1,3 @@
+ package main
+ 
+-func greeting() string { return "hello" }
++func greeting() string { return "bonjour" }
+"""
+
+
+def _git(cwd, *args):
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A git 'upstream' with a tag, a systems/ dir with its recipe, a snapshot dir and a build dir."""
+    repo = tmp_path / "remote"
+    repo.mkdir()
+    (repo / "main.go").write_text(MAIN_GO)
+    (repo / "greet.go").write_text(GREET_GO)
+    _git(repo, "init", "-q")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "v1")
+    _git(repo, "tag", "v1.0.0")
+    commit = _git(repo, "rev-parse", "HEAD")
+    systems = tmp_path / "systems"
+    (systems / "toy" / "patches").mkdir(parents=True)
+    recipe = {"schema_version": 2, "system": "toy", "repository": "example/toy", "clone_url": repo.as_uri(),
+              "ref": "v1.0.0", "commit": commit, "pin_source": "test double", "snapshot": "toy-1.0",
+              "toolchain": {"kind": "go-gopath", "import_path": "example.org/toy"},
+              "targets": {"toy": "."}}
+    (systems / "toy" / "upstream.yaml").write_text(yaml.safe_dump(recipe))
+    snaps = tmp_path / "snapshots"
+    snaps.mkdir()
+    monkeypatch.setenv("FABRICREPRO_UPSTREAM_SNAPSHOTS", str(snaps))
+    return {"repo": repo, "commit": commit, "systems": systems, "snapshots": snaps, "builds": tmp_path / "builds",
+            "recipe": recipe}
+
+
+def _write_recipe(p, **changes):
+    recipe = {**p["recipe"], **changes}
+    (p["systems"] / "toy" / "upstream.yaml").write_text(yaml.safe_dump(recipe))
+    return recipe
+
+
+def _make_snapshot(p, corrupt=False, commit=None):
+    top = p["snapshots"] / "stage" / "toy-1.0"
+    top.mkdir(parents=True)
+    shutil.copy(p["repo"] / "main.go", top)
+    shutil.copy(p["repo"] / "greet.go", top)
+    commit = commit or p["commit"]
+    archive = p["snapshots"] / f"toy-1.0-{commit[:12]}.tar.xz"
+    with tarfile.open(archive, "w:xz") as tar:
+        tar.add(top, arcname="toy-1.0")
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    if corrupt:
+        digest = "0" * 64
+    (p["snapshots"] / "MANIFEST.tsv").write_text(f"toy-1.0\texample/toy\t{commit}\t{digest}\t\n")
+
+
+def _build(p, source="auto", log=None):
+    lines = []
+    b = upstream.build("toy", source, systems_dir=p["systems"], builds=p["builds"], log=(log or lines.append))
+    return b, lines
+
+
+def _run(binary):
+    return subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_git_source_builds_records_and_is_reused(project):
+    b, lines = _build(project, "git")
+    assert _run(b.bin_dir / "toy") == "hello"
+    info = json.loads((b.path / "build.json").read_text())
+    assert info["built_commit"] == project["commit"] and info["source"]["kind"] == "git"
+    assert info["toolchain"]["version"].startswith("go version")
+    again, lines2 = _build(project, "git")
+    assert again.path == b.path and any("reusing" in line for line in lines2)
+
+
+def test_snapshot_source_preferred_and_checked(project):
+    _make_snapshot(project)
+    b, _ = _build(project, "auto")
+    info = json.loads((b.path / "build.json").read_text())
+    assert info["source"]["kind"] == "snapshot"
+    assert info["source"]["sha256"] == hashlib.sha256(Path(info["source"]["archive"]).read_bytes()).hexdigest()
+
+
+def test_damaged_snapshot_is_refused(project):
+    _make_snapshot(project, corrupt=True)
+    with pytest.raises(HarnessError, match="sha256"):
+        _build(project, "snapshot")
+    assert not list(project["builds"].glob("toy/*/build.json"))
+
+
+def test_snapshot_of_another_commit_is_refused(project):
+    _make_snapshot(project, commit="1" * 40)
+    _write_recipe(project)
+    with pytest.raises(HarnessError, match="pins"):
+        _build(project, "snapshot")
+
+
+def test_pin_that_is_not_the_tag_is_refused(project):
+    # a second commit, pinned, while the recipe says it is v1.0.0
+    (project["repo"] / "extra.go").write_text("package main\n")
+    _git(project["repo"], "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    _git(project["repo"], "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "later")
+    _write_recipe(project, commit=_git(project["repo"], "rev-parse", "HEAD"))
+    with pytest.raises(HarnessError, match="v1.0.0 is"):
+        _build(project, "git")
+
+
+def test_missing_snapshot_with_source_snapshot_says_where(project):
+    with pytest.raises(HarnessError, match="no snapshot"):
+        _build(project, "snapshot")
+
+
+def test_patch_is_applied_recorded_and_changes_the_key(project):
+    plain, _ = _build(project, "git")
+    (project["systems"] / "toy" / "patches" / "0001-bonjour.patch").write_text(PATCH)
+    _write_recipe(project, patches=["0001-bonjour.patch"])
+    patched, _ = _build(project, "git")
+    assert patched.path != plain.path
+    assert _run(patched.bin_dir / "toy") == "bonjour"
+    (p,) = json.loads((patched.path / "build.json").read_text())["patches"]
+    assert p["name"] == "0001-bonjour.patch" and p["kind"] == "instrumentation" and p["description"] == "say bonjour"
+
+
+def test_patch_that_does_not_apply_fails_and_leaves_no_build(project):
+    (project["systems"] / "toy" / "patches" / "0001-bonjour.patch").write_text(PATCH.replace('"hello"', '"howdy"'))
+    _write_recipe(project, patches=["0001-bonjour.patch"])
+    with pytest.raises(HarnessError, match="apply 0001-bonjour.patch"):
+        _build(project, "git")
+    assert not list(project["builds"].glob("toy/*/build.json"))
+
+
+def test_patch_without_header_is_refused(project):
+    (project["systems"] / "toy" / "patches" / "0001-bonjour.patch").write_text(PATCH.split("\n\n", 1)[1])
+    _write_recipe(project, patches=["0001-bonjour.patch"])
+    with pytest.raises(HarnessError, match="header lacks Description, Kind"):
+        _build(project, "git")
+
+
+def test_invalid_recipe_and_unknown_system_are_clear(project):
+    with pytest.raises(HarnessError, match="unknown upstream system 'nope'"):
+        upstream.load_recipe("nope", project["systems"])
+    _write_recipe(project, commit="abc")
+    with pytest.raises(HarnessError, match="invalid upstream recipe"):
+        upstream.load_recipe("toy", project["systems"])
+
+
+def test_repository_recipes_are_valid():
+    for system in upstream.systems_with_recipe():
+        recipe = upstream.load_recipe(system)
+        for patch in upstream.patch_series(system, recipe):
+            assert patch.header["Kind"] in {"fix", "instrumentation", "mechanism", "driver", "harness"}, patch.name
