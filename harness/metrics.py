@@ -64,6 +64,16 @@ def mean_block_latency_ms(blocks: pd.DataFrame) -> float:
     return float(lat.mean()) if len(lat) else math.nan
 
 
+#: Commit pipeline phases of the per-block record (docs/interfaces.md), in pipeline order.
+PHASES = ("vscc", "mvcc", "block_commit", "state_commit", "history_commit")
+
+
+def mean_phase_ms(blocks: pd.DataFrame, phase: str) -> float:
+    """Mean time per data block spent in one commit phase (``<phase>_ns`` column), in ms; NaN without blocks."""
+    b = data_blocks(blocks)
+    return float(b[f"{phase}_ns"].mean() / NS_PER_MS) if len(b) else math.nan
+
+
 def valid_fraction(blocks: pd.DataFrame) -> float:
     """Share of the transactions in data blocks that were valid."""
     b = data_blocks(blocks)
@@ -152,6 +162,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
            "99th percentile lag of the load generator behind its schedule"),
     Metric("orderer_throughput_tps", "tx/s", ("txs",), orderer_throughput_tps,
            "transactions acknowledged by the orderer per second"),
+    *(Metric(f"{phase}_ms", "ms", ("blocks",), (lambda blocks, phase=phase: mean_phase_ms(blocks, phase)),
+             f"mean per-block time of the {phase.replace('_', ' ')} phase")
+      for phase in PHASES),
 )}
 
 
