@@ -23,6 +23,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from . import fidelity  # noqa: E402
 from .analyze import analyze_run  # noqa: E402
 from .catalogue import load_paper  # noqa: E402
 from .metrics import METRICS  # noqa: E402
@@ -54,8 +55,11 @@ def _matches(params: dict | None, sweep: dict) -> bool:
     return all(sweep.get(k) == v for k, v in (params or {}).items() if k in sweep)
 
 
-def draw_figure(experiment: dict, summary: dict | None) -> bytes | None:
-    """The experiment's figure as PNG bytes, or None when there is nothing to draw."""
+def draw_figure(experiment: dict, summary: dict | None, build: str = "") -> bytes | None:
+    """The experiment's figure as PNG bytes, or None when there is nothing to draw.
+
+    ``build`` (upstream or reference) is named in the legend of every measured series.
+    """
     metric = experiment.get("metric")
     groups = (summary or {}).get("groups") or []
     published = _published_for(experiment, metric)
@@ -72,9 +76,9 @@ def draw_figure(experiment: dict, summary: dict | None) -> bytes | None:
     with plt.rc_context(FIGURE_RC):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if x == "variant":
-            _draw_bars(ax, variants, labels, groups, levels, metric)
+            _draw_bars(ax, variants, labels, groups, levels, metric, build)
         else:
-            _draw_lines(ax, x, variants, labels, groups, levels, metric)
+            _draw_lines(ax, x, variants, labels, groups, levels, metric, build)
             if axes.get("x_scale") == "log":
                 ax.set_xscale("log")
         ax.set_xlabel(axes.get("x_label") or x)
@@ -89,10 +93,11 @@ def draw_figure(experiment: dict, summary: dict | None) -> bytes | None:
     return buf.getvalue()
 
 
-def _draw_bars(ax, variants, labels, groups, published, metric):
+def _draw_bars(ax, variants, labels, groups, published, metric, build=""):
     """One bar per configuration (measured mean ± sd) and a hollow diamond per published value."""
     ticks, names = [], []
-    measured_label, published_label = "measured (mean ± sd)", "published"
+    measured_label, published_label = f"measured, {build} build (mean ± sd)" if build else "measured (mean ± sd)", \
+        "published"
     for i, vid in enumerate(variants):
         stats = next(((g["metrics"].get(metric) or {}) for g in groups if g["variant"] == vid), {})
         if stats.get("mean") is not None:
@@ -108,7 +113,7 @@ def _draw_bars(ax, variants, labels, groups, published, metric):
     ax.set_xticks(ticks, names, rotation=15 if len(names) > 3 else 0)
 
 
-def _draw_lines(ax, x, variants, labels, groups, published, metric):
+def _draw_lines(ax, x, variants, labels, groups, published, metric, build=""):
     """One measured series per variant over the swept ``x``, with published values as hollow diamonds."""
     for i, vid in enumerate(variants):
         rows = sorted(((g["sweep"].get(x), g["metrics"].get(metric) or {}) for g in groups
@@ -116,7 +121,8 @@ def _draw_lines(ax, x, variants, labels, groups, published, metric):
         rows = [(xv, s) for xv, s in rows if s.get("mean") is not None]
         if rows:
             ax.errorbar([r[0] for r in rows], [r[1]["mean"] for r in rows], yerr=[r[1]["std"] for r in rows],
-                        marker="o", color=f"C{i}", capsize=3, label=f"{labels[vid]} (measured)")
+                        marker="o", color=f"C{i}", capsize=3,
+                        label=f"{labels[vid]} (measured{', ' + build + ' build' if build else ''})")
         pub = sorted(((p.get("params") or {}).get(x), p) for p in published if p.get("variant") == vid
                      and (p.get("params") or {}).get(x) is not None)
         if pub:
@@ -127,17 +133,32 @@ def _draw_lines(ax, x, variants, labels, groups, published, metric):
 
 def caption(run_meta: dict, summary: dict, resolved: dict) -> str:
     """Build, provider, cores, scale and repetitions of the run behind a figure."""
-    build = run_meta.get("build") or {}
     host = run_meta.get("host") or {}
     pts = summary["points"]
-    return (f"Build: {build.get('kind')} ({str(build.get('source'))[:7]}); provider: {run_meta.get('provider')}; "
+    return (f"Build: {build_text(run_meta)}; provider: {run_meta.get('provider')}; "
             f"{host.get('cores')} cores ({host.get('cpu_model')}); scale: {run_meta.get('scale')}; "
             f"run {run_meta['run_id']} ({run_meta['status']}), {pts['complete']} of {pts['total']} points "
             f"complete, {resolved.get('repetitions')} repetition(s) per configuration. Measured values: mean ± "
             f"standard deviation over repetitions; hollow diamonds: published values.")
 
 
-def _measured_table(experiment: dict, summary: dict) -> tuple[list[str], list[list[str]]]:
+def build_text(run_meta: dict) -> str:
+    """The build of a run in words: upstream systems with commit and patches, or the reference build's commit."""
+    build = run_meta.get("build") or {}
+    if build.get("kind") == "upstream":
+        parts = []
+        for system, b in sorted((build.get("systems") or {}).items()):
+            patches = ", ".join(p["name"] for p in b.get("patches") or []) or "none"
+            parts.append(f"{system} {b.get('repository')} @ {str(b.get('built_commit'))[:12]} "
+                         f"({(b.get('source') or {}).get('kind')}), patches: {patches}")
+        return "upstream — " + "; ".join(parts)
+    text = f"reference ({str(build.get('source'))[:7]})"
+    if build.get("fallback_reason"):
+        text += f", upstream not available: {build['fallback_reason']}"
+    return text
+
+
+def _measured_table(experiment: dict, summary: dict, build: str = "") -> tuple[list[str], list[list[str]]]:
     metric = experiment.get("metric")
     labels = {v["id"]: v.get("label", v["id"]) for v in experiment.get("variants") or []}
     published = _published_for(experiment, metric)
@@ -148,13 +169,13 @@ def _measured_table(experiment: dict, summary: dict) -> tuple[list[str], list[li
                 and _matches(p.get("params"), g["sweep"])]
         used.update(i for i, _ in pubs)
         pub_text = "; ".join(_published_text(p) for _, p in pubs) or "–"
-        rows.append([labels.get(g["variant"], g["variant"]), _params_text(g["sweep"]) or "–",
+        rows.append([labels.get(g["variant"], g["variant"]), build or "–", _params_text(g["sweep"]) or "–",
                      f"{fmt(s.get('mean'))} ± {fmt(s.get('std'))} (n={s.get('n', 0)})", pub_text])
     for i, p in enumerate(published):
         if i not in used:
-            rows.append([labels.get(p.get("variant"), str(p.get("variant"))), _params_text(p.get("params")) or "–",
-                         "not measured", _published_text(p)])
-    return ["configuration", "parameters", f"{metric} measured", "published"], rows
+            rows.append([labels.get(p.get("variant"), str(p.get("variant"))), "–",
+                         _params_text(p.get("params")) or "–", "not measured", _published_text(p)])
+    return ["configuration", "build", "parameters", f"{metric} measured", "published"], rows
 
 
 def citation_text(citation) -> str:
@@ -263,13 +284,14 @@ def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tup
               ("p", f"Experiment `{stored['id']}`, driver `{stored.get('driver')}`, run `{run.path.name}` "
                     f"(status {run.metadata['status']}"
                     + (f": {run.metadata['reason']}" if run.metadata.get("reason") else "") + ").")]
-    png = draw_figure(stored, summary)
+    kind = (run.metadata.get("build") or {}).get("kind", "")
+    png = draw_figure(stored, summary, kind)
     cap = caption(run.metadata, summary, resolved)
     if png:
         blocks.append(("img", figure_name, png, cap))
     else:
         blocks.append(("p", f"No measured data to draw. {cap}"))
-    headers, rows = _measured_table(stored, summary)
+    headers, rows = _measured_table(stored, summary, kind)
     if rows:
         blocks.append(("table", headers, rows))
     if summary["claims"]:
@@ -315,6 +337,7 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
         tail += [("h2", "Not run yet"), ("table", ["experiment", "title"], not_run)]
     if not_runnable:
         tail += [("h2", "Not runnable yet"), ("table", ["experiment", "title", "reason"], not_runnable)]
+    body += fidelity.blocks(fidelity.fidelity(results, paper_id, paper.experiments, info.get("baseline_system")), fmt)
     blocks = head + body + tail
     (out / "report.md").write_text(to_markdown(blocks), encoding="utf-8")
     (out / "report.html").write_text(to_html(blocks, info["title"]), encoding="utf-8")

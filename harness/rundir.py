@@ -301,6 +301,19 @@ def list_runs(results: Path, paper: str | None = None) -> list[dict]:
     return sorted(rows, key=lambda r: (r.get("started_utc") or "", r["path"]))
 
 
+def latest_complete_run(results: Path, paper: str, experiment: str, build: str) -> Run | None:
+    """The newest complete run of an experiment made with ``build`` (upstream or reference), if any."""
+    found = None
+    for meta_path in sorted(Path(results).glob(f"{paper}/{experiment}/*/metadata.json")):
+        if meta_path.parent.is_symlink():
+            continue
+        meta = read_json(meta_path)
+        if meta.get("status") == "complete" and (meta.get("build") or {}).get("kind") == build:
+            if found is None or meta["started_utc"] >= found[0]:
+                found = (meta["started_utc"], meta_path.parent)
+    return Run.open(found[1]) if found else None
+
+
 def latest_run(results: Path, paper: str, experiment: str) -> Run | None:
     """The run the ``latest`` link of an experiment points to, if any."""
     link = Path(results) / paper / experiment / "latest"
