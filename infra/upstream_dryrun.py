@@ -7,7 +7,7 @@ each rendered configuration file against the keys that upstream version reads
 (infra/upstream_keys/<key set>/<file>.keys).
 
     python3 infra/upstream_dryrun.py --inventory infra/inventories/fastfabric-15.example.yml \
-        --variant fabric-1.2 --out /tmp/dryrun
+        --variant fastfabric --out /tmp/dryrun
 
 Writes <out>/<host>/<role>/<file> and <out>/report.json; exits 1 when any
 template fails to render or any file has a key the version does not know.

@@ -181,7 +181,11 @@ def test_invalid_recipe_and_unknown_system_are_clear(project):
 
 
 def test_repository_recipes_are_valid():
+    snapshots = upstream.snapshots_dir()
+    manifest = upstream.read_manifest(snapshots) if (snapshots / "MANIFEST.tsv").is_file() else {}
     for system in upstream.systems_with_recipe():
         recipe = upstream.load_recipe(system)
+        if recipe.get("snapshot") in manifest:
+            assert manifest[recipe["snapshot"]]["commit"] == recipe["commit"], system
         for patch in upstream.patch_series(system, recipe):
             assert patch.header["Kind"] in {"fix", "instrumentation", "mechanism", "driver", "harness"}, patch.name
