@@ -73,19 +73,10 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "blockwatch: config %s: %v\n", *cfgPath, err)
 		return 2
 	}
-	channel := cfg.Channel
-	if channel == "" {
-		gb, err := channelconfig.ReadBlock(cfg.GenesisBlock)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "blockwatch:", err)
-			return 1
-		}
-		bundle, err := channelconfig.FromGenesisBlock(gb)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "blockwatch:", err)
-			return 1
-		}
-		channel = bundle.ChannelID
+	channel, err := cfg.channel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "blockwatch:", err)
+		return 1
 	}
 	signer, err := msp.LoadSigningIdentity(cfg.MSPDir, cfg.MSPID)
 	if err != nil {
@@ -143,6 +134,15 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "blockwatch:", err)
 		return 1
 	}
+}
+
+// channel is Channel, or else the channel of GenesisBlock (a reference
+// genesis block or a real Fabric channel's block 0: only its channel ID is read).
+func (c *Config) channel() (string, error) {
+	if c.Channel != "" {
+		return c.Channel, nil
+	}
+	return channelconfig.ReadChannelID(c.GenesisBlock)
 }
 
 func (c *Config) check() error {

@@ -90,3 +90,17 @@ func TestConfigIsStrict(t *testing.T) {
 		t.Fatal("stopAfter before startBlock accepted")
 	}
 }
+
+// TestChannelOfFabricChannelBlock: the watcher of an upstream Fabric network
+// is given the channel's real block 0 (ImplicitMeta policies); only its
+// channel ID is read.
+func TestChannelOfFabricChannelBlock(t *testing.T) {
+	cfg := Config{GenesisBlock: "../../internal/channelconfig/testdata/fabric-1.2-mychannel.block"}
+	if ch, err := cfg.channel(); err != nil || ch != "mychannel" {
+		t.Fatalf("channel %q, err %v", ch, err)
+	}
+	cfg.Channel = "other"
+	if ch, _ := cfg.channel(); ch != "other" {
+		t.Fatalf("channel %q: the configured channel comes first", ch)
+	}
+}

@@ -97,11 +97,9 @@ func run() int {
 
 // execute runs the configured phase.
 func execute(ctx context.Context, cfg *Config) ([]Record, *Summary, error) {
-	gb, err := channelconfig.ReadBlock(cfg.GenesisBlock)
-	if err != nil {
-		return nil, nil, err
-	}
-	bundle, err := channelconfig.FromGenesisBlock(gb)
+	// Only the channel ID is needed: the block may be a real Fabric channel's
+	// block 0, whose ImplicitMeta policies the reference build does not compile.
+	channel, err := channelconfig.ReadChannelID(cfg.GenesisBlock)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -135,12 +133,12 @@ func execute(ctx context.Context, cfg *Config) ([]Record, *Summary, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e := &endorsers{perTx: cfg.EndorsersPerTx, channel: bundle.ChannelID, cc: cfg.Chaincode, signer: signer}
+	e := &endorsers{perTx: cfg.EndorsersPerTx, channel: channel, cc: cfg.Chaincode, signer: signer}
 	for _, c := range peers {
 		e.clients = append(e.clients, pb.NewEndorserClient(c))
 	}
 	if cfg.Phase == "setup" {
-		src := &deliverclient.PeerSource{Conn: peers[0], Channel: bundle.ChannelID, Signer: signer, Stop: deliverclient.NoStop}
+		src := &deliverclient.PeerSource{Conn: peers[0], Channel: channel, Signer: signer, Stop: deliverclient.NoStop}
 		return setup(ctx, cfg, e, orderers, src)
 	}
 	return transfer(ctx, cfg, e, orderers)

@@ -162,3 +162,28 @@ func TestSetupThenTransfer(t *testing.T) {
 		}
 	}
 }
+
+// TestExecuteWithFabricChannelBlock runs a transfer phase of no transactions
+// against an upstream Fabric network's files: the channel's real block 0
+// (ImplicitMeta policies) gives the channel, and nothing else of it is read.
+func TestExecuteWithFabricChannelBlock(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: 1, Peers: 1, Clients: 1}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := defaults()
+	cfg.MSPDir = filepath.Join(dir, "peerOrganizations/org1.example.com/users/client0@org1.example.com/msp")
+	cfg.MSPID = "Org1MSP"
+	cfg.GenesisBlock = "../../internal/channelconfig/testdata/fabric-1.2-mychannel.block"
+	cfg.Endorsers, cfg.Orderers = []string{"127.0.0.1:1"}, []string{"127.0.0.1:1"}
+	cfg.Accounts = 2
+	if err := cfg.check(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	recs, s, err := execute(ctx, &cfg)
+	if err != nil || len(recs) != 0 || s == nil || s.Sent != 0 {
+		t.Fatalf("records %d, summary %+v, err %v", len(recs), s, err)
+	}
+}

@@ -238,6 +238,42 @@ func compile(cp *cb.ConfigPolicy, mgr *msp.Manager) (*policy.Policy, error) {
 	return policy.Unmarshal(cp.Policy.Value, mgr)
 }
 
+// ChannelID returns the channel a block belongs to: the channel ID in the
+// header of its first envelope. A client (loadgen, blockwatch) needs no more
+// of a channel's genesis block, so it also reads the block 0 that a real
+// Fabric 1.2 orderer makes for a channel, whose ImplicitMeta policies
+// FromGenesisBlock does not compile.
+func ChannelID(block *cb.Block) (string, error) {
+	if block == nil || block.Data == nil || len(block.Data.Data) == 0 {
+		return "", errors.New("block has no envelope")
+	}
+	env := &cb.Envelope{}
+	if err := proto.Unmarshal(block.Data.Data[0], env); err != nil {
+		return "", fmt.Errorf("block envelope: %w", err)
+	}
+	_, chdr, _, err := protoutil.UnmarshalPayload(env)
+	if err != nil {
+		return "", fmt.Errorf("block envelope: %w", err)
+	}
+	if chdr.ChannelId == "" {
+		return "", errors.New("block envelope names no channel")
+	}
+	return chdr.ChannelId, nil
+}
+
+// ReadChannelID reads a block file and returns its channel (ChannelID).
+func ReadChannelID(path string) (string, error) {
+	b, err := ReadBlock(path)
+	if err != nil {
+		return "", err
+	}
+	id, err := ChannelID(b)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return id, nil
+}
+
 // ReadBlock reads a marshaled block from a file.
 func ReadBlock(path string) (*cb.Block, error) {
 	raw, err := os.ReadFile(path)

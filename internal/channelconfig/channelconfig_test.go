@@ -81,3 +81,28 @@ func TestGenesisRoundTripAndPolicies(t *testing.T) {
 		t.Fatalf("orderer-signed block rejected: %v", err)
 	}
 }
+
+// TestChannelIDOfFabricChannelBlock reads block 0 of "mychannel" as a real
+// Fabric v1.2.0 orderer made it (testdata/fabric-1.2-mychannel.block, from
+// `peer channel create` against a solo orderer, cryptogen's one-org network):
+// its policies are ImplicitMeta, which FromGenesisBlock does not compile, but
+// clients only need the channel ID.
+func TestChannelIDOfFabricChannelBlock(t *testing.T) {
+	path := filepath.Join("testdata", "fabric-1.2-mychannel.block")
+	block, err := ReadBlock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := ChannelID(block); err != nil || id != "mychannel" {
+		t.Fatalf("channel %q, err %v", id, err)
+	}
+	if id, err := ReadChannelID(path); err != nil || id != "mychannel" {
+		t.Fatalf("channel %q, err %v", id, err)
+	}
+	if _, err := FromGenesisBlock(block); err == nil {
+		t.Fatal("FromGenesisBlock compiled ImplicitMeta policies: update this test and the clients")
+	}
+	if _, err := ChannelID(protoutil.NewBlock(1, nil)); err == nil {
+		t.Fatal("a block without envelopes has no channel")
+	}
+}

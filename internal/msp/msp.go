@@ -60,9 +60,17 @@ func (s *SigningIdentity) Sign(msg []byte) ([]byte, error) { return crypto.Sign(
 // Serialize returns the SerializedIdentity bytes that go into headers.
 func (s *SigningIdentity) Serialize() []byte { return s.Serialized }
 
-// LoadSigningIdentity reads an MSP directory (signcerts/cert.pem, keystore/key.pem).
+// LoadSigningIdentity reads an MSP directory: the signing certificate in
+// signcerts/ and its private key in keystore/. Both layouts are read: this
+// repository's cryptogen (signcerts/cert.pem, keystore/key.pem) and Fabric's
+// (signcerts/<name>-cert.pem, keystore/<ski>_sk), as Fabric does: the one
+// certificate in signcerts/, and the key in keystore/ that belongs to it.
 func LoadSigningIdentity(mspDir, mspID string) (*SigningIdentity, error) {
-	certPEM, err := os.ReadFile(filepath.Join(mspDir, "signcerts", "cert.pem"))
+	certPath, err := signCertFile(filepath.Join(mspDir, "signcerts"))
+	if err != nil {
+		return nil, fmt.Errorf("msp %s: %w", mspDir, err)
+	}
+	certPEM, err := os.ReadFile(certPath)
 	if err != nil {
 		return nil, fmt.Errorf("msp %s: %w", mspDir, err)
 	}
@@ -70,19 +78,79 @@ func LoadSigningIdentity(mspDir, mspID string) (*SigningIdentity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("msp %s: signcert: %w", mspDir, err)
 	}
-	key, err := crypto.LoadPrivateKey(filepath.Join(mspDir, "keystore", "key.pem"))
+	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("msp %s: signcert key is not ECDSA", mspDir)
+	}
+	key, err := keyOf(filepath.Join(mspDir, "keystore"), pub)
 	if err != nil {
 		return nil, fmt.Errorf("msp %s: key: %w", mspDir, err)
-	}
-	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
-	if !ok || !pub.Equal(&key.PublicKey) {
-		return nil, fmt.Errorf("msp %s: key does not match certificate", mspDir)
 	}
 	ser, err := proto.Marshal(&mspproto.SerializedIdentity{Mspid: mspID, IdBytes: certPEM})
 	if err != nil {
 		return nil, err
 	}
 	return &SigningIdentity{Identity: Identity{MSPID: mspID, Cert: cert, Serialized: ser, pub: pub}, key: key}, nil
+}
+
+// signCertFile is signcerts/cert.pem, or else the only file in signcerts/.
+func signCertFile(dir string) (string, error) {
+	if p := filepath.Join(dir, "cert.pem"); fileExists(p) {
+		return p, nil
+	}
+	files, err := regularFiles(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(files) != 1 {
+		return "", fmt.Errorf("%s: want one signing certificate, found %d files", dir, len(files))
+	}
+	return files[0], nil
+}
+
+// keyOf is keystore/key.pem, or else the key in keystore/ whose public key is
+// pub (Fabric's cryptogen names it after the key's SKI, <ski>_sk).
+func keyOf(dir string, pub *ecdsa.PublicKey) (*ecdsa.PrivateKey, error) {
+	if p := filepath.Join(dir, "key.pem"); fileExists(p) {
+		key, err := crypto.LoadPrivateKey(p)
+		if err != nil {
+			return nil, err
+		}
+		if !pub.Equal(&key.PublicKey) {
+			return nil, errors.New("key does not match certificate")
+		}
+		return key, nil
+	}
+	files, err := regularFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if key, err := crypto.LoadPrivateKey(f); err == nil && pub.Equal(&key.PublicKey) {
+			return key, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no private key matches the signing certificate (%d files)", dir, len(files))
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// regularFiles lists the regular files of dir (following symlinks), sorted.
+func regularFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if p := filepath.Join(dir, e.Name()); fileExists(p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // MSP verifies that certificates chain to one organization's root CAs.
