@@ -1,0 +1,191 @@
+"""A real Fabric v1.2.0 network deployed by the Ansible roles, driven by our load
+generator and block watcher: playbooks/fabric-end-to-end.yml, then teardown.yml,
+run the way harness/runner.py runs a point (the same extra variables, a local
+provider's inventory with the components' groups of systems/fabric-1.2/upstream.yaml).
+
+Needs an upstream build (the layout harness/upstream.py makes: bin/{peer,orderer,
+cryptogen,configtxgen,money-transfer}, gopath/, tools/go) named by
+FABRICREPRO_FABRIC_BUILD; skipped without it. Builds bin/loadgen and
+bin/blockwatch of this tree into a temporary directory.
+
+    FABRICREPRO_FABRIC_BUILD=build/upstream/fabric-1.2/<key> pytest tests/upstream/test_fabric_network.py -s
+
+FABRICREPRO_FABRIC_TRANSFERS (default 300) sets the transfers of the run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+import yaml
+
+from harness.deploy import run_playbook
+from harness.providers.base import groups_of
+from harness.providers.local import LocalProvider
+from harness.runner import role_variables
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = os.environ.get("FABRICREPRO_FABRIC_BUILD", "")
+TRANSFERS = int(os.environ.get("FABRICREPRO_FABRIC_TRANSFERS", "300"))
+BLOCK_SIZE = 100
+
+
+def _skip_reason() -> str | None:
+    if not BUILD:
+        return "FABRICREPRO_FABRIC_BUILD is not set (an upstream Fabric 1.2 build directory)"
+    missing = [f for f in ("bin/peer", "bin/orderer", "bin/cryptogen", "bin/configtxgen", "bin/money-transfer",
+                           "tools/go") if not (Path(BUILD) / f).exists()]
+    if missing:
+        return f"FABRICREPRO_FABRIC_BUILD={BUILD} lacks {', '.join(missing)}"
+    for tool in ("ansible-playbook", "go", "ss"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+
+
+def _driver() -> dict:
+    """The end-to-end driver of the upstream Fabric 1.2 build (its roles and placement)."""
+    recipe = yaml.safe_load((REPO / "systems" / "fabric-1.2" / "upstream.yaml").read_text(encoding="utf-8"))
+    return recipe["drivers"]["end-to-end"]
+
+
+def _pids(root: Path) -> dict[int, str]:
+    """``{pid: pid file}`` of every PID file under ``root``."""
+    out = {}
+    for f in root.rglob("*.pid"):
+        try:
+            out[int(f.read_text().strip())] = str(f)
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie is not running
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class ListenWatch(threading.Thread):
+    """While the playbook runs: the TCP listeners of the processes whose PID files are under ``root``."""
+
+    def __init__(self, root: Path):
+        super().__init__(daemon=True)
+        self.root, self.stop, self.listeners, self.pids = root, threading.Event(), set(), {}
+
+    def run(self):
+        while not self.stop.wait(0.5):
+            self.pids.update(_pids(self.root))
+            out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                for pid in map(int, re.findall(r"pid=(\d+)", line)):
+                    if pid in self.pids:
+                        self.listeners.add((Path(self.pids[pid]).stem, line.split()[3]))
+
+
+@pytest.fixture(scope="module")
+def clients(tmp_path_factory) -> Path:
+    """This tree's loadgen and blockwatch, built for the test."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    subprocess.run(["go", "build", "-o", str(bin_dir) + "/", "./cmd/loadgen", "./cmd/blockwatch"], cwd=REPO,
+                   check=True, timeout=600)
+    return bin_dir
+
+
+def test_fabric_network_commits_every_transfer(tmp_path, clients):
+    spec = _driver()
+    layout: dict[str, list[str]] = {}
+    for component, role in spec["placement"].items():
+        layout.setdefault(role, []).append(component)
+    provider = LocalProvider(work_root=tmp_path / "work", bin_dir=clients)
+    inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
+
+    point = SimpleNamespace(id="p000", parameters={
+        "transactions": TRANSFERS, "block_size": BLOCK_SIZE, "point_timeout_s": 600, "payload_bytes": 2900,
+        "seed": 1, "batch_timeout_ms": 2000, "rate_tps": 0, "loadgen_streams": 4})
+    point_dir = tmp_path / "run" / "points" / point.id
+    work = f"test/fabric/run/{point.id}"
+    variables = {  # as harness/runner.py run_point passes them
+        "fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
+        "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
+        "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": {},
+        "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(Path(BUILD).resolve()),
+        **role_variables("end-to-end", point)}
+    logs = point_dir / "logs"
+    watch = ListenWatch(tmp_path / "work")
+    watch.start()
+    started = time.monotonic()
+    try:
+        try:
+            run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=900)
+        finally:
+            elapsed = time.monotonic() - started
+            watch.stop.set()
+            watch.join()
+            watch.pids.update(_pids(tmp_path / "work"))
+            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log", timeout=300)
+        left = {pid: f for pid, f in watch.pids.items() if _alive(pid)}
+        assert not left, f"teardown left processes running: {left}"
+    finally:
+        for pid in (p for p in list(watch.pids) if _alive(p)):
+            os.kill(pid, signal.SIGKILL)
+
+    # Every server bound the host's own address (127.0.0.1 here), never every interface.
+    bound = {name: sorted(a for n, a in watch.listeners if n == name) for name, _ in watch.listeners}
+    print(f"listeners: {bound}")
+    assert all(addr.startswith("127.0.0.1:") for _, addr in watch.listeners), bound
+    assert {"127.0.0.1:7050"} <= set(bound.get("fabric_orderer", [])), bound
+    assert {"127.0.0.1:7051", "127.0.0.1:7052", "127.0.0.1:7053"} <= set(bound.get("fabric_peer", [])), bound
+
+    raw = point_dir / "raw" / "localhost"
+    txs = pd.read_csv(raw / "txs.csv")
+    assert len(txs) == TRANSFERS and (txs["status"] == "SUCCESS").all(), txs["status"].value_counts()
+
+    # The block watcher: block 1 (the instantiation), the creates, then every transfer valid.
+    deliveries = pd.read_csv(raw / "deliveries.csv")
+    measured = yaml.safe_load((point_dir / "measured.json").read_text())
+    assert deliveries["block_number"].tolist() == list(range(1, len(deliveries) + 1))
+    assert (deliveries["valid_count"] == deliveries["tx_count"]).all(), deliveries
+    transfer_blocks = deliveries[deliveries["block_number"] >= measured["first_block"]]
+    assert transfer_blocks["valid_count"].sum() == TRANSFERS == measured["transfer_valid"], measured
+    assert measured["setup_transactions"] == 1 + 2 * TRANSFERS
+
+    # The peer's own log: one commit line per block, with the same transaction counts.
+    peer_log = (logs / "localhost" / "fabric_peer.log").read_text(errors="replace")
+    committed = {int(n): int(m) for n, m in
+                 re.findall(r"Channel \[mychannel\]: Committed block \[(\d+)\] with (\d+) transaction\(s\)", peer_log)}
+    assert committed.get(0) == 1
+    for row in deliveries.itertuples():
+        assert committed.get(row.block_number) == row.tx_count, (row, committed)
+    assert sum(committed[b] for b in transfer_blocks["block_number"]) == TRANSFERS
+
+    # The ledgers' block files were fetched.
+    blockfile = raw / "blocks" / "fabric_peer" / "mychannel" / "blockfile_000000"
+    assert blockfile.is_file() and blockfile.stat().st_size > 0, sorted(p.relative_to(raw) for p in raw.rglob("*"))
+
+    span_s = (transfer_blocks["arrival_ns"].max() - txs["submitted_ns"].min()) / 1e9
+    load = os.getloadavg()
+    print(f"{TRANSFERS} transfers valid in {len(transfer_blocks)} blocks, {span_s:.2f} s from the first send to the "
+          f"last block's delivery: {TRANSFERS / span_s:.0f} tx/s; playbook {elapsed:.0f} s; "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
