@@ -4,13 +4,15 @@ variant's playbook applies, for every host of an inventory, as Ansible would
 (role defaults < inventory variables < play variables < include_role
 variables, with Jinja2 and the Ansible filters the templates use), then check
 each rendered configuration file against the keys that upstream version reads
-(infra/upstream_keys/<key set>/<file>.keys).
+and the keys it requires (infra/upstream_keys/<key set>/<file>.keys).
 
     python3 infra/upstream_dryrun.py --inventory infra/inventories/fastfabric-15.example.yml \
         --variant fastfabric --out /tmp/dryrun
 
-Writes <out>/<host>/<role>/<file> and <out>/report.json; exits 1 when any
-template fails to render or any file has a key the version does not know.
+Writes <out>/<host>/<role>/<file> and <out>/report.json (problems, and the
+required keys each file lacks under missing_required); exits 1 when any
+template fails to render, any file has a key the version does not know, or
+any file lacks a key the version requires (`!` in the .keys file).
 Nothing here contacts a host: it is the check that runs where the upstream
 builds cannot.
 """
@@ -181,14 +183,33 @@ def resolve_vars(raw: dict, base: dict, env: jinja2.Environment, passes: int = 1
 
 # ---------------------------------------------------------------- key checks
 
-def load_keys(path: Path) -> list[list[str]]:
-    """Read a .keys file into split patterns."""
-    pats = []
+@dataclass
+class KeySet:
+    """A parsed .keys file: every pattern (for the unknown-key check) and the
+    patterns marked required with a leading `!`."""
+    known: list[list[str]]
+    required: list[list[str]]
+
+
+def load_key_set(path: Path) -> KeySet:
+    """Read a .keys file; `!` before a line marks that key (or section) required."""
+    known: list[list[str]] = []
+    required: list[list[str]] = []
     for line in path.read_text().splitlines():
         line = line.strip()
-        if line and not line.startswith("#"):
-            pats.append(line.split("."))
-    return pats
+        if not line or line.startswith("#"):
+            continue
+        mark = line.startswith("!")
+        pat = line.lstrip("!").strip().split(".")
+        known.append(pat)
+        if mark:
+            required.append(pat)
+    return KeySet(known, required)
+
+
+def load_keys(path: Path) -> list[list[str]]:
+    """Read a .keys file into split patterns (required marks dropped)."""
+    return load_key_set(path).known
 
 
 def leaf_paths(node, prefix: tuple = ()) -> list[tuple]:
@@ -215,54 +236,155 @@ def path_known(path: tuple, patterns: list[list[str]]) -> bool:
     return False
 
 
-def parse_properties(text: str) -> list[str]:
-    """Property names of a Java .properties / BFT-SMaRt .config file."""
-    keys = []
+def _section(pattern: list[str]) -> str:
+    """A pattern as written in a .keys file, list marks dropped (`Orgs[].Name` -> `Orgs.Name`)."""
+    return ".".join(s[:-2] if s.endswith("[]") else s for s in pattern)
+
+
+def missing_required(doc, required: list[list[str]]) -> list[str]:
+    """Required patterns absent from a parsed YAML document, as concrete dotted paths.
+
+    Each required pattern is followed from the document root one segment at a
+    time. A literal segment must be present; `name[]` descends into every map
+    item of the list; `*` stands for every key present (and, as the last
+    segment, is satisfied by any one). When a segment is absent, the pattern is
+    reported only if every level from that segment down is itself required
+    (the key, or a section marked with its own `!` line): a required key under
+    an optional parent that is absent altogether does not count. A required
+    key present with an empty value counts as absent (viper reads it as unset).
+    """
+    declared = {_section(r) for r in required}
+    missing: list[str] = []
+
+    def walk(node, pat: list[str], i: int, concrete: list[str]) -> None:
+        if i == len(pat):
+            return
+        seg = pat[i]
+        # Absent from here on: count it only if every level from here down is required.
+        here_required = all(j == len(pat) - 1 or _section(pat[:j + 1]) in declared
+                            for j in range(i, len(pat)))
+        rest = ".".join(pat[i:])
+
+        def report() -> None:
+            if here_required:
+                path = ".".join(concrete + [rest]) if concrete else rest
+                if path not in missing:
+                    missing.append(path)
+
+        children = node if isinstance(node, dict) else {}
+        if seg == "*":
+            if not children:
+                report()
+                return
+            if i == len(pat) - 1:
+                return  # any name satisfies a trailing `*`
+            for k, v in children.items():
+                walk(v, pat, i + 1, concrete + [str(k)])
+            return
+        name, is_list = (seg[:-2], True) if seg.endswith("[]") else (seg, False)
+        if name not in children:
+            report()
+            return
+        value = children[name]
+        if i == len(pat) - 1 and not is_list and (value is None or value == [] or str(value).strip() == ""):
+            report()  # an empty value is read as unset
+            return
+        if is_list:
+            items = [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+            for item in items:
+                walk(item, pat, i + 1, concrete + [seg])
+            return
+        walk(value, pat, i + 1, concrete + [name])
+
+    for pat in required:
+        walk(doc, pat, 0, [])
+    return missing
+
+
+def parse_property_lines(text: str) -> list[tuple[str, str]]:
+    """(name, value) of each property of a Java .properties / BFT-SMaRt .config file."""
+    props = []
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        m = re.match(r"([^=\s]+)\s*=", line)
+        m = re.match(r"([^=\s]+)\s*=(.*)$", line)
         if not m:
             raise ValueError(f"not a key=value line: {line!r}")
-        keys.append(m.group(1))
-    return keys
+        props.append((m.group(1), m.group(2).strip()))
+    return props
 
 
-def check_rendered(name: str, text: str, key_dirs: list[str]) -> list[str]:
-    """Problems in one rendered file: unknown keys, unparsable content, unrendered None values."""
-    problems: list[str] = []
+def parse_properties(text: str) -> list[str]:
+    """Property names of a Java .properties / BFT-SMaRt .config file."""
+    return [k for k, _ in parse_property_lines(text)]
+
+
+def _wildcard(name: str) -> re.Pattern:
+    """A property pattern (`server.*`) as a regular expression over one property name."""
+    return re.compile(re.escape(name).replace(r"\*", r"[^.]+") + "$")
+
+
+@dataclass
+class FileCheck:
+    """Outcome of checking one rendered file: every problem, and the required keys it lacks."""
+    problems: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def check_file(name: str, text: str, key_dirs: list[str]) -> FileCheck:
+    """Check one rendered file: unknown keys, missing required keys, unparsable
+    content, unrendered None values."""
+    out = FileCheck()
     if name not in CHECKED:
-        return problems
+        return out
     keyfile, fmt = CHECKED[name]
     if re.search(r"(:|=)\s*None\s*$", text, re.M):
-        problems.append(f"{name}: a value rendered as 'None' (an unset variable)")
+        out.problems.append(f"{name}: a value rendered as 'None' (an unset variable)")
     if fmt == "bftsmart-hosts":
         for line in text.splitlines():
             if line.strip() and not line.startswith("#") and not re.fullmatch(r"\d+ \S+ \d+", line.strip()):
-                problems.append(f"{name}: line {line!r} is not '<id> <address> <port>'")
-        return problems
+                out.problems.append(f"{name}: line {line!r} is not '<id> <address> <port>'")
+        return out
     source = next((KEYS / d / keyfile for d in key_dirs if (KEYS / d / keyfile).exists()), None)
     if source is None:
-        return [f"{name}: no reference key list {keyfile} in {key_dirs}"]
-    patterns = load_keys(source)
+        out.problems.append(f"{name}: no reference key list {keyfile} in {key_dirs}")
+        return out
+    keyset = load_key_set(source)
+    rel = source.relative_to(REPO)
     try:
         if fmt == "yaml":
-            paths = leaf_paths(yaml.safe_load(text) or {})
+            doc = yaml.safe_load(text) or {}
+            paths = leaf_paths(doc)
+            patterns = keyset.known
+            missing = missing_required(doc, keyset.required)
         else:
             # A property name is one key even when it contains dots; `server.*`
             # in zoo.cfg.keys matches server.1, server.2, ...
-            names = [".".join(p) for p in patterns]
-            paths = [(k,) for k in parse_properties(text)]
+            names = [".".join(p) for p in keyset.known]
+            props = parse_property_lines(text)
             patterns = [[n] for n in names if "*" not in n]
-            wild = [re.compile(re.escape(n).replace(r"\*", r"[^.]+") + "$") for n in names if "*" in n]
-            paths = [p for p in paths if not any(w.match(p[0]) for w in wild)]
+            wild = [_wildcard(n) for n in names if "*" in n]
+            paths = [(k,) for k, _ in props if not any(w.match(k) for w in wild)]
+            # A required property must be there with a value (an empty one is read as unset).
+            missing = [r for r in (".".join(p) for p in keyset.required)
+                       if not any(_wildcard(r).match(k) and v for k, v in props)]
     except (yaml.YAMLError, ValueError) as err:
-        return [f"{name}: does not parse: {err}"]
+        out.problems.append(f"{name}: does not parse: {err}")
+        return out
     for p in paths:
         if not path_known(p, patterns):
-            problems.append(f"{name}: unknown key {'.'.join(p)} (not in {source.relative_to(REPO)})")
-    return problems
+            out.problems.append(f"{name}: unknown key {'.'.join(p)} (not in {rel})")
+    for m in missing:
+        out.missing.append(m)
+        out.problems.append(f"{name}: missing required key {m} (marked in {rel})")
+    return out
+
+
+def check_rendered(name: str, text: str, key_dirs: list[str]) -> list[str]:
+    """Problems in one rendered file: unknown keys, missing required keys,
+    unparsable content, unrendered None values."""
+    return check_file(name, text, key_dirs).problems
 
 
 # ---------------------------------------------------------------- the run
@@ -274,6 +396,8 @@ class Report:
     inventory: str
     rendered: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Required keys absent from a rendered file: {"file": "<host>/<role>/<file>", "key": "<path>"}.
+    missing_required: list[dict] = field(default_factory=list)
 
 
 def role_defaults(role: str) -> dict:
@@ -337,7 +461,9 @@ def dry_run(inventory: Path, variant: str, out: Path) -> Report:
                     dest.write_text(text)
                     report.rendered.append(label)
                     dirs = ["fabric-1.1-bftsmart"] + key_dirs if (name == "orderer.yaml" and _bool(ctx.get("fabric_orderer_bftsmart"))) else key_dirs
-                    report.problems += [f"{host}/{role}/{p}" for p in check_rendered(name, text, dirs)]
+                    checked = check_file(name, text, dirs)
+                    report.problems += [f"{host}/{role}/{p}" for p in checked.problems]
+                    report.missing_required += [{"file": label, "key": k} for k in checked.missing]
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report.__dict__, indent=2) + "\n")
     return report

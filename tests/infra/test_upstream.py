@@ -1,5 +1,9 @@
 """The upstream dry run for every variant, its negative cases, and the pins."""
+import json
+import os
 import re
+import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -23,10 +27,12 @@ CASES = {
 
 @pytest.mark.parametrize("variant", sorted(CASES))
 def test_dry_run_renders_and_checks(variant, tmp_path):
+    """The current templates pass for every variant: no unknown key, no required key missing."""
     rep = dr.dry_run(REPO / "infra" / "inventories" / CASES[variant], variant, tmp_path)
     assert rep.rendered, "nothing rendered"
     assert rep.problems == []
-    assert (tmp_path / "report.json").exists()
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["problems"] == [] and report["missing_required"] == []
 
 
 def test_dry_run_covers_the_configuration_files(tmp_path):
@@ -44,7 +50,8 @@ def test_unknown_yaml_key_is_caught():
 
 
 def test_known_yaml_key_passes():
-    assert dr.check_rendered("core.yaml", "peer:\n  id: p0\n  validatorPoolSize: 16\n", ["fabric-1.2"]) == []
+    problems = dr.check_rendered("core.yaml", "peer:\n  id: p0\n  validatorPoolSize: 16\n", ["fabric-1.2"])
+    assert not [p for p in problems if "unknown key" in p]
 
 
 def test_unknown_property_is_caught():
@@ -53,8 +60,9 @@ def test_unknown_property_is_caught():
 
 
 def test_wildcard_property_and_unset_value():
-    assert dr.check_rendered("zoo.cfg", "tickTime=2000\nserver.1=a:2888:3888\n", ["zookeeper-3.4"]) == []
-    assert dr.check_rendered("zoo.cfg", "dataDir=None\n", ["zookeeper-3.4"])
+    cfg = "tickTime=2000\ndataDir=/d\nclientPort=2181\nserver.1=a:2888:3888\n"
+    assert dr.check_rendered("zoo.cfg", cfg, ["zookeeper-3.4"]) == []
+    assert dr.check_rendered("zoo.cfg", "dataDir=None\nclientPort=2181\n", ["zookeeper-3.4"])
 
 
 def test_bad_bftsmart_hosts_line_is_caught():
@@ -64,7 +72,6 @@ def test_bad_bftsmart_hosts_line_is_caught():
 def test_template_with_unknown_key_fails_the_run(tmp_path, monkeypatch):
     """A role template that writes a key Fabric 1.2 does not read makes the dry run fail."""
     roles = tmp_path / "roles"
-    import shutil
     shutil.copytree(dr.ROLES, roles)
     tpl = roles / "fabric_peer" / "templates" / "core.yaml.j2"
     tpl.write_text(tpl.read_text().replace("  addressAutoDetect: false", "  addressAutoDetect: false\n  notAFabricKey: 1"))
@@ -75,12 +82,144 @@ def test_template_with_unknown_key_fails_the_run(tmp_path, monkeypatch):
 
 def test_undefined_variable_fails_rendering(tmp_path, monkeypatch):
     roles = tmp_path / "roles"
-    import shutil
     shutil.copytree(dr.ROLES, roles)
     (roles / "kafka" / "templates" / "server.properties.j2").write_text("broker.id={{ kafka_no_such_variable }}\n")
     monkeypatch.setattr(dr, "ROLES", roles)
     rep = dr.dry_run(REPO / "infra" / "inventories" / CASES["fastfabric"], "fastfabric", tmp_path / "out")
     assert any("render failed" in p and "kafka_no_such_variable" in p for p in rep.problems)
+
+
+# ---------------------------------------------------------------- required keys
+
+def test_required_marks_are_read():
+    """`!` marks a key required; the mark is not part of the key."""
+    ks = dr.load_key_set(dr.KEYS / "fabric-1.2" / "orderer.yaml.keys")
+    required = {".".join(p) for p in ks.required}
+    assert {"General.ListenAddress", "General.ListenPort", "General.LedgerType", "General.GenesisMethod",
+            "General.GenesisFile", "General.LocalMSPDir", "General.LocalMSPID"} <= required
+    assert "General.Kafka" not in required and ["General", "ListenAddress"] in ks.known
+    assert not any(s.startswith("!") for p in ks.known for s in p)
+    core = {".".join(p) for p in dr.load_key_set(dr.KEYS / "fabric-1.2" / "core.yaml.keys").required}
+    assert {"peer.address", "peer.listenAddress", "peer.mspConfigPath", "peer.localMspId",
+            "peer.fileSystemPath"} <= core
+    bft = {".".join(p) for p in dr.load_key_set(dr.KEYS / "bftsmart-os" / "system.config.keys").required}
+    assert bft == {"system.servers.num"}  # system.servers.f defaults to (n - 1) / 3 in the shipped jar
+
+
+def test_every_key_file_names_its_source():
+    for f in sorted(dr.KEYS.glob("*/*.keys")):
+        assert f.read_text().startswith("# source:"), f
+
+
+def test_missing_required_yaml_key_is_caught():
+    problems = dr.check_rendered("orderer.yaml", "General:\n  LedgerType: file\n  ListenPort: 7050\n", ["fabric-1.2"])
+    missing = {p.split("missing required key ")[1].split(" ")[0] for p in problems if "missing required key" in p}
+    assert missing == {"General.ListenAddress", "General.GenesisMethod", "General.GenesisFile",
+                       "General.LocalMSPDir", "General.LocalMSPID"}
+    assert "orderer.yaml: missing required key General.ListenAddress (marked in infra/upstream_keys/fabric-1.2/orderer.yaml.keys)" in problems
+
+
+def test_empty_required_value_counts_as_missing():
+    problems = dr.check_rendered("orderer.yaml", "General:\n  ListenAddress:\n", ["fabric-1.2"])
+    assert any("missing required key General.ListenAddress" in p for p in problems)
+    assert dr.check_rendered("zoo.cfg", "dataDir=/d\nclientPort=\n", ["zookeeper-3.4"]) == [
+        "zoo.cfg: missing required key clientPort (marked in infra/upstream_keys/zookeeper-3.4/zoo.cfg.keys)"]
+
+
+def test_missing_required_property_is_caught():
+    assert dr.check_rendered("system.config", "system.servers.f = 1\n", ["bftsmart-os"]) == [
+        "system.config: missing required key system.servers.num (marked in infra/upstream_keys/bftsmart-os/system.config.keys)"]
+    problems = dr.check_rendered("node.config", "MSPID=OrdererMSP\n", ["bftsmart-os"])
+    assert any("missing required key GENESIS" in p for p in problems)
+
+
+@pytest.fixture
+def toy_keys(tmp_path, monkeypatch):
+    """A key set exercising sections, optional parents, `*` and `[]`."""
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "core.yaml.keys").write_text(
+        "# source: test\n!a\n!a.b\na.opt.x\n!a.opt.y\n!s.*\nl[].m\n!l[].n\n!p.*.q\np.*.r\n")
+    monkeypatch.setattr(dr, "KEYS", tmp_path)
+    monkeypatch.setattr(dr, "REPO", tmp_path)
+    return lambda text: dr.check_file("core.yaml", text, ["toy"]).missing
+
+
+def test_required_key_under_optional_parent(toy_keys):
+    full = "a: {b: 1, opt: {x: 1, y: 2}}\ns: {any: 1}\nl: [{m: 1, n: 2}]\np: {one: {q: 1}}\n"
+    assert toy_keys(full) == []
+    # a.opt absent altogether: a.opt.y does not count, a.opt is not required
+    assert toy_keys("a: {b: 1}\ns: {z: 1}\n") == []
+    # a.opt present without y: it counts
+    assert toy_keys("a: {b: 1, opt: {x: 1}}\ns: {z: 1}\n") == ["a.opt.y"]
+    # a required section absent: it and its required keys are reported, not the optional subtree's
+    assert toy_keys("s: {z: 1}\n") == ["a", "a.b"]
+
+
+def test_required_wildcard_and_list_items(toy_keys):
+    base = "a: {b: 1}\n"
+    assert toy_keys(base + "s: {whatever: 1}\n") == []  # any name satisfies `*`
+    assert toy_keys(base + "s: {}\n") == ["s.*"]
+    assert toy_keys(base) == []  # s is not itself required: absent altogether, s.* does not count
+    # every item of a list of maps needs the key; no list, nothing required
+    assert toy_keys(base + "s: {z: 1}\nl: [{m: 1, n: 1}, {m: 2}]\n") == ["l[].n"]
+    # every instance of a `*` parent needs the key
+    assert toy_keys(base + "s: {z: 1}\np: {one: {q: 1}, two: {r: 1}}\n") == ["p.two.q"]
+
+
+SNAPSHOTS = Path(os.environ.get("FABRICREPRO_UPSTREAM_SNAPSHOTS", REPO.parent / "shared" / "upstream"))
+# The sample files each key set was read from: (snapshot, member, rendered name, key set).
+SAMPLES = [
+    ("fabric-1.2.0", "sampleconfig/core.yaml", "core.yaml", "fabric-1.2"),
+    ("fabric-1.2.0", "sampleconfig/orderer.yaml", "orderer.yaml", "fabric-1.2"),
+    ("fabric-1.2.0", "sampleconfig/configtx.yaml", "configtx.yaml", "fabric-1.2"),
+    ("fastfabric", "sampleconfig/core.yaml", "core.yaml", "fabric-1.2"),
+    ("fabric-1.1.0", "sampleconfig/orderer.yaml", "orderer.yaml", "fabric-1.2"),
+    ("fabric-bftsmart-1.2", "sampleconfig/orderer.yaml", "orderer.yaml", "fabric-1.1-bftsmart"),
+    ("fabric-0.6.1", "consensus/pbft/config.yaml", "config.yaml", "fabric-0.6"),
+    ("bftsmart-os-zeromq", "config/system.config", "system.config", "bftsmart-os"),
+    ("bftsmart-os-1.2", "config/system.config", "system.config", "bftsmart-os"),
+]
+
+
+@pytest.mark.parametrize("snapshot,member,name,keyset", SAMPLES, ids=lambda v: str(v))
+def test_upstream_sample_files_pass(snapshot, member, name, keyset, tmp_path):
+    """The real sample files the lists were read from pass: every key known, every required key there."""
+    archives = sorted(SNAPSHOTS.glob(f"{snapshot}-*.tar.xz"))
+    if not archives:
+        pytest.skip(f"no {snapshot} snapshot in {SNAPSHOTS}")
+    with tarfile.open(archives[0]) as tar:
+        text = tar.extractfile(f"{snapshot}/{member}").read().decode()
+    assert dr.check_rendered(name, text, [keyset]) == []
+
+
+def test_template_missing_required_key_fails_the_run(tmp_path, monkeypatch):
+    """A role template that drops a key Fabric 1.2 requires makes the dry run fail, and report.json lists it."""
+    roles = tmp_path / "roles"
+    shutil.copytree(dr.ROLES, roles)
+    tpl = roles / "fabric_orderer" / "templates" / "orderer.yaml.j2"
+    text = tpl.read_text()
+    assert "  LocalMSPID: OrdererMSP\n" in text
+    tpl.write_text(text.replace("  LocalMSPID: OrdererMSP\n", ""))
+    monkeypatch.setattr(dr, "ROLES", roles)
+    inv = REPO / "infra" / "inventories" / CASES["fastfabric"]
+    out = tmp_path / "out"
+    rep = dr.dry_run(inv, "fastfabric", out)
+    assert any("missing required key General.LocalMSPID" in p for p in rep.problems)
+    report = json.loads((out / "report.json").read_text())
+    assert report["missing_required"]
+    assert all(m["key"] == "General.LocalMSPID" and m["file"].endswith("/fabric_orderer/orderer.yaml")
+               for m in report["missing_required"])
+    assert dr.main(["--inventory", str(inv), "--variant", "fastfabric", "--out", str(tmp_path / "cli")]) == 1
+
+
+def test_pbft_config_without_broadcast_timeout_is_caught():
+    """v0.6.1 panics without general.timeout.broadcast (consensus/pbft/pbft-core.go)."""
+    tpl = dr.ROLES / "fabric06_peer" / "templates" / "config.yaml.j2"
+    assert "broadcast:" in tpl.read_text()
+    text = "general:\n  mode: batch\n  \"N\": 4\n  f: 1\n  K: 10\n  logmultiplier: 4\n  batchsize: 500\n" \
+           "  timeout:\n    batch: 1s\n    request: 2s\n    viewchange: 2s\n    resendviewchange: 2s\n"
+    assert dr.check_rendered("config.yaml", text, ["fabric-0.6"]) == [
+        "config.yaml: missing required key general.timeout.broadcast (marked in infra/upstream_keys/fabric-0.6/pbft-config.yaml.keys)"]
 
 
 def test_cli_exit_codes(tmp_path):
