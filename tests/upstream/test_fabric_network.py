@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import subprocess
 import threading
 import time
@@ -35,6 +36,9 @@ from harness.providers.local import LocalProvider
 from harness.runner import role_variables
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "infra"))
+from upstream_dryrun import check_rendered  # noqa: E402  (infra/ is not a package)
+
 BUILD = os.environ.get("FABRICREPRO_FABRIC_BUILD", "")
 TRANSFERS = int(os.environ.get("FABRICREPRO_FABRIC_TRANSFERS", "300"))
 BLOCK_SIZE = 100
@@ -144,12 +148,23 @@ def test_fabric_network_commits_every_transfer(tmp_path, clients):
             watch.stop.set()
             watch.join()
             watch.pids.update(_pids(tmp_path / "work"))
+            rendered = {f.name: f.read_text() for f in
+                        [*(tmp_path / "work").rglob("core.yaml"), *(tmp_path / "work").rglob("orderer.yaml"),
+                         *(tmp_path / "controller").rglob("configtx.yaml"),
+                         *(tmp_path / "controller").rglob("crypto-config.yaml")]
+                        if "fabric_channel" not in f.parts}  # the CLI's is Fabric's own sample
             run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log", timeout=300)
         left = {pid: f for pid, f in watch.pids.items() if _alive(pid)}
         assert not left, f"teardown left processes running: {left}"
     finally:
         for pid in (p for p in list(watch.pids) if _alive(p)):
             os.kill(pid, signal.SIGKILL)
+
+    # The configuration files the roles wrote hold only keys Fabric 1.2 reads
+    # (infra/upstream_keys/fabric-1.2/, derived from the v1.2.0 snapshot).
+    assert sorted(rendered) == ["configtx.yaml", "core.yaml", "crypto-config.yaml", "orderer.yaml"], sorted(rendered)
+    for name, text in rendered.items():
+        assert check_rendered(name, text, ["fabric-1.2"]) == [], name
 
     # Every server bound the host's own address (127.0.0.1 here), never every interface.
     bound = {name: sorted(a for n, a in watch.listeners if n == name) for name, _ in watch.listeners}
