@@ -117,6 +117,16 @@ def clients(tmp_path_factory) -> Path:
     return bin_dir
 
 
+def test_chaincode_against_fabric_shim(tmp_path):
+    """workloads/money-transfer/fabric-1.2's own test, against the build's Fabric 1.2 shim (GOPATH mode)."""
+    src = tmp_path / "gopath" / "src" / "fabricrepro" / "chaincode" / "money-transfer"
+    shutil.copytree(REPO / "workloads" / "money-transfer" / "fabric-1.2", src)
+    env = {**os.environ, "GOPATH": f"{tmp_path / 'gopath'}:{Path(BUILD).resolve() / 'gopath'}",
+           "GO111MODULE": "off", "GOFLAGS": ""}
+    out = subprocess.run(["go", "test", "-count=1", "."], cwd=src, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
 def test_fabric_network_commits_every_transfer(tmp_path, clients):
     spec = _driver()
     layout: dict[str, list[str]] = {}
@@ -194,6 +204,13 @@ def test_fabric_network_commits_every_transfer(tmp_path, clients):
     for row in deliveries.itertuples():
         assert committed.get(row.block_number) == row.tx_count, (row, committed)
     assert sum(committed[b] for b in transfer_blocks["block_number"]) == TRANSFERS
+
+    # With our instrumentation patch (0002) the peer wrote the per-block CSV of docs/interfaces.md.
+    if (raw / "blocks.csv").exists():
+        blocks = pd.read_csv(raw / "blocks.csv").set_index("block_number")
+        for row in deliveries.itertuples():
+            assert blocks.loc[row.block_number, "valid_count"] == row.tx_count, (row, blocks)
+        assert (blocks["committed_ns"] >= blocks["received_ns"]).all()
 
     # The ledgers' block files were fetched.
     blockfile = raw / "blocks" / "fabric_peer" / "mychannel" / "blockfile_000000"
