@@ -292,6 +292,12 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
     key = build_key(recipe, patches, version)
     final = Path(builds) / system / key
     final.parent.mkdir(parents=True, exist_ok=True)
+    # A go.mod of its own keeps the GOPATH trees below out of an enclosing
+    # module's `./...` (this repository's `go vet` and `go test`).
+    marker = Path(builds) / "go.mod"
+    if not marker.exists():
+        marker.write_text("// Upstream builds (harness/upstream.py): GOPATH trees, not part of any module.\n"
+                          "module fabricrepro/build/upstream\n", encoding="utf-8")
     with _lock(final.parent / f"{key}.lock"):
         if (final / "build.json").is_file():
             log(f"upstream {system}: reusing build {key} ({final})")

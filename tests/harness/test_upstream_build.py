@@ -107,6 +107,8 @@ def test_git_source_builds_records_and_is_reused(project):
     assert info["toolchain"]["version"].startswith("go version")
     again, lines2 = _build(project, "git")
     assert again.path == b.path and any("reusing" in line for line in lines2)
+    # the build tree is a module of its own, so an enclosing module's ./... skips it
+    assert (project["builds"] / "go.mod").read_text().startswith("//")
 
 
 def test_snapshot_source_preferred_and_checked(project):
