@@ -54,25 +54,27 @@ def _param(point: Point, name: str):
                            "its scale, the workload or the harness defaults") from None
 
 
-def role_variables(driver: str, point: Point) -> dict:
-    """The role variables (docs in each role's defaults/main.yml) that a point's parameters set."""
+def role_variables(point: Point) -> dict:
+    """The role variables (docs in each role's defaults/main.yml) that a point's parameters set.
+
+    Every driver gets them all: the committer benchmark's, and the load
+    generator's and block watcher's (which the end-to-end drivers use, and the
+    upstream build's committer benchmark, which orders the blocks first).
+    """
     transactions = int(_param(point, "transactions"))
     block_size = int(_param(point, "block_size"))
     blocks = math.ceil(transactions / block_size)
     timeout = int(_param(point, "point_timeout_s"))
     payload = int(_param(point, "payload_bytes"))
     seed = int(_param(point, "seed"))
-    common = {"crypto_batch_size": block_size, "crypto_batch_timeout_ms": int(_param(point, "batch_timeout_ms"))}
-    if driver == "committer-bench":
-        return {**common, "committerbench_blocks": blocks, "committerbench_block_size": block_size,
-                "committerbench_payload_bytes": payload,
-                "committerbench_timeout_s": timeout}
     # Setup creates two fresh accounts per transfer (conflict-free) after the
-    # lscc deploy; every data block holds at least one transaction, so the
+    # chaincode deploy; every data block holds at least one transaction, so the
     # watcher's last block is at most 1 + accounts + transactions. It is
     # stopped as soon as every transfer has arrived (playbooks/roles/blockwatch/tasks/wait.yml).
     accounts = 2 * transactions
-    return {**common,
+    return {"crypto_batch_size": block_size, "crypto_batch_timeout_ms": int(_param(point, "batch_timeout_ms")),
+            "committerbench_blocks": blocks, "committerbench_block_size": block_size,
+            "committerbench_payload_bytes": payload, "committerbench_timeout_s": timeout,
             "loadgen_transactions": transactions, "loadgen_accounts": accounts, "loadgen_rate_tps": _param(point, "rate_tps"),
             "loadgen_payload_bytes": payload, "loadgen_seed": seed,
             "loadgen_streams": int(_param(point, "loadgen_streams")), "loadgen_timeout_s": timeout,
@@ -99,7 +101,7 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
         "fabricrepro_switches": point.switches,
         "fabricrepro_stop_order": list(reversed(spec["roles"])),
         **({"fabricrepro_upstream_dir": str(upstream_dir)} if upstream_dir else {}),
-        **role_variables(driver, point),
+        **role_variables(point),
     }
     logs = point_dir / "logs"
     started = time.monotonic()

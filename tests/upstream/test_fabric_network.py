@@ -3,10 +3,12 @@ generator and block watcher: playbooks/fabric-end-to-end.yml, then teardown.yml,
 run the way harness/runner.py runs a point (the same extra variables, a local
 provider's inventory with the components' groups of systems/fabric-1.2/upstream.yaml).
 
-Needs an upstream build (the layout harness/upstream.py makes: bin/{peer,orderer,
-cryptogen,configtxgen,money-transfer}, gopath/, tools/go) named by
-FABRICREPRO_FABRIC_BUILD; skipped without it. Builds bin/loadgen and
-bin/blockwatch of this tree into a temporary directory.
+Runs the upstream build of Fabric 1.2 that harness/upstream.py makes from the
+v1.2.0 snapshot in ../shared/upstream (built once and cached; skipped with the
+reason when no snapshot is at hand), or the build directory named by
+FABRICREPRO_FABRIC_BUILD (bin/{peer,orderer,cryptogen,configtxgen,money-transfer},
+gopath/, tools/go). Builds bin/loadgen and bin/blockwatch of this tree into a
+temporary directory.
 
     FABRICREPRO_FABRIC_BUILD=build/upstream/fabric-1.2/<key> pytest tests/upstream/test_fabric_network.py -s
 
@@ -30,6 +32,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from harness import upstream
 from harness.deploy import run_playbook
 from harness.providers.base import groups_of
 from harness.providers.local import LocalProvider
@@ -45,19 +48,28 @@ BLOCK_SIZE = 100
 
 
 def _skip_reason() -> str | None:
+    for tool in ("ansible-playbook", "go", "ss"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
     if not BUILD:
-        return "FABRICREPRO_FABRIC_BUILD is not set (an upstream Fabric 1.2 build directory)"
+        why = upstream.source_available(upstream.load_recipe("fabric-1.2"), "snapshot")
+        return f"no upstream Fabric 1.2 to build ({why}) and FABRICREPRO_FABRIC_BUILD is not set" if why else None
     missing = [f for f in ("bin/peer", "bin/orderer", "bin/cryptogen", "bin/configtxgen", "bin/money-transfer",
                            "tools/go") if not (Path(BUILD) / f).exists()]
     if missing:
         return f"FABRICREPRO_FABRIC_BUILD={BUILD} lacks {', '.join(missing)}"
-    for tool in ("ansible-playbook", "go", "ss"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
     return None
 
 
 pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+
+
+@pytest.fixture(scope="module")
+def fabric_build() -> Path:
+    """The upstream Fabric 1.2 build: FABRICREPRO_FABRIC_BUILD, or harness/upstream.py's from the snapshot."""
+    if BUILD:
+        return Path(BUILD).resolve()
+    return upstream.build("fabric-1.2", "snapshot").path
 
 
 def _driver() -> dict:
@@ -117,17 +129,17 @@ def clients(tmp_path_factory) -> Path:
     return bin_dir
 
 
-def test_chaincode_against_fabric_shim(tmp_path):
+def test_chaincode_against_fabric_shim(tmp_path, fabric_build):
     """workloads/money-transfer/fabric-1.2's own test, against the build's Fabric 1.2 shim (GOPATH mode)."""
     src = tmp_path / "gopath" / "src" / "fabricrepro" / "chaincode" / "money-transfer"
     shutil.copytree(REPO / "workloads" / "money-transfer" / "fabric-1.2", src)
-    env = {**os.environ, "GOPATH": f"{tmp_path / 'gopath'}:{Path(BUILD).resolve() / 'gopath'}",
+    env = {**os.environ, "GOPATH": f"{tmp_path / 'gopath'}:{fabric_build / 'gopath'}",
            "GO111MODULE": "off", "GOFLAGS": ""}
     out = subprocess.run(["go", "test", "-count=1", "."], cwd=src, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_fabric_network_commits_every_transfer(tmp_path, clients):
+def test_fabric_network_commits_every_transfer(tmp_path, clients, fabric_build):
     spec = _driver()
     layout: dict[str, list[str]] = {}
     for component, role in spec["placement"].items():
@@ -144,8 +156,8 @@ def test_fabric_network_commits_every_transfer(tmp_path, clients):
         "fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
         "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
         "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": {},
-        "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(Path(BUILD).resolve()),
-        **role_variables("end-to-end", point)}
+        "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(fabric_build),
+        **role_variables(point)}
     logs = point_dir / "logs"
     watch = ListenWatch(tmp_path / "work")
     watch.start()
