@@ -15,7 +15,7 @@ from .metrics import METRICS, PHASES
 from .rundir import Run, latest_complete_run
 
 #: Metrics compared, in the order shown.
-COMPARED = ("throughput_tps", "block_latency_ms", *(f"{p}_ms" for p in PHASES), "delivery_throughput_tps")
+COMPARED = ("throughput_tps", "block_latency_ms", *(f"{p}_ms" for p in PHASES))
 
 
 def _baseline_group(summary: dict, variant: str) -> dict | None:
