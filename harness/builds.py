@@ -40,7 +40,7 @@ class Choice:
 
     def metadata(self, switches: dict) -> dict:
         """What ``metadata.json`` records under ``build``."""
-        out = {"kind": self.kind, "systems": self.provenance, "switches": switches}
+        out = {"kind": self.kind, "systems": self.provenance, "switches": switches, "drivers": self.drivers}
         if self.kind == "reference":
             out["source"] = git_state()["sha"]
         if self.fallback_reason:

@@ -51,6 +51,9 @@ def compare(reference: Run, upstream: Run, variant: str) -> dict:
                      "reference_n": r.get("n", 0), "upstream": u.get("mean"), "upstream_n": u.get("n", 0),
                      "ratio": ratio})
     return {"variant": variant, "reference_run": reference.path.name, "upstream_run": upstream.path.name,
+            "drivers": {kind: sorted({d.get("playbook") for d in ((run.metadata.get("build") or {}).get("drivers")
+                                                                   or {}).values()})
+                        for kind, run in (("reference", reference), ("upstream", upstream))},
             "not_comparable": not_comparable(reference, upstream), "rows": rows}
 
 
@@ -76,8 +79,11 @@ def blocks(comparisons: list[dict], fmt) -> list[tuple]:
                  "(above 1: the reference is faster for throughput, slower for times).")]
     for c in comparisons:
         note = f" **Not comparable:** {c['not_comparable']}." if c["not_comparable"] else ""
+        drivers = "; ".join(f"{kind}: {', '.join(f'`{p}`' for p in books)}"
+                            for kind, books in sorted((c.get("drivers") or {}).items()) if books)
         out.append(("p", f"`{c['experiment']}` ({c['title']}), variant `{c['variant']}`: reference run "
-                         f"`{c['reference_run']}`, upstream run `{c['upstream_run']}`.{note}"))
+                         f"`{c['reference_run']}`, upstream run `{c['upstream_run']}`"
+                         + (f" (playbooks: {drivers})" if drivers else "") + f".{note}"))
         out.append(("table", ["metric", "reference", "upstream", "reference ÷ upstream"],
                     [[f"{r['metric']} ({r['unit']})", f"{fmt(r['reference'])} (n={r['reference_n']})",
                       f"{fmt(r['upstream'])} (n={r['upstream_n']})", fmt(r["ratio"])] for r in c["rows"]]))

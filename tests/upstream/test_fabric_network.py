@@ -72,10 +72,10 @@ def fabric_build() -> Path:
     return upstream.build("fabric-1.2", "snapshot").path
 
 
-def _driver() -> dict:
-    """The end-to-end driver of the upstream Fabric 1.2 build (its roles and placement)."""
+def _driver(name: str = "end-to-end") -> dict:
+    """A driver of the upstream Fabric 1.2 build (its playbook, roles and placement)."""
     recipe = yaml.safe_load((REPO / "systems" / "fabric-1.2" / "upstream.yaml").read_text(encoding="utf-8"))
-    return recipe["drivers"]["end-to-end"]
+    return recipe["drivers"][name]
 
 
 def _pids(root: Path) -> dict[int, str]:
@@ -233,3 +233,49 @@ def test_fabric_network_commits_every_transfer(tmp_path, clients, fabric_build):
     print(f"{TRANSFERS} transfers valid in {len(transfer_blocks)} blocks, {span_s:.2f} s from the first send to the "
           f"last block's delivery: {TRANSFERS / span_s:.0f} tx/s; playbook {elapsed:.0f} s; "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+def test_fresh_peer_commits_the_premade_chain(tmp_path, clients, fabric_build):
+    """The committer benchmark's driver (Figs. 5, 6): peer1 joins late and commits every block, each transfer valid."""
+    spec = _driver("committer-bench")
+    layout: dict[str, list[str]] = {}
+    for component, role in spec["placement"].items():
+        layout.setdefault(role, []).append(component)
+    provider = LocalProvider(work_root=tmp_path / "work", bin_dir=clients)
+    inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
+    point = SimpleNamespace(id="p000", parameters={
+        "transactions": 200, "block_size": BLOCK_SIZE, "point_timeout_s": 600, "payload_bytes": 2900,
+        "seed": 1, "batch_timeout_ms": 2000, "rate_tps": 0, "loadgen_streams": 4})
+    point_dir = tmp_path / "run" / "points" / point.id
+    work = f"test/catchup/run/{point.id}"
+    variables = {
+        "fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
+        "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
+        "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": {},
+        "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(fabric_build),
+        **role_variables(point)}
+    logs = point_dir / "logs"
+    try:
+        try:
+            run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=900)
+        finally:
+            started = _pids(tmp_path / "work")
+            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log", timeout=300)
+        left = {pid: f for pid, f in started.items() if _alive(pid)}
+        assert not left, f"teardown left processes running: {left}"
+        assert any(f.endswith("fabric_committer.pid") for f in started.values()), started
+    finally:
+        for pid in (p for p in _pids(tmp_path / "work") if _alive(p)):
+            os.kill(pid, signal.SIGKILL)
+
+    raw = point_dir / "raw" / "localhost"
+    measured = yaml.safe_load((point_dir / "measured.json").read_text())
+    deliveries = pd.read_csv(raw / "deliveries.csv").set_index("block_number")
+    # Only the committer writes a block log: every block of peer0's chain, the same transactions, all valid.
+    blocks = pd.read_csv(raw / "blocks.csv").set_index("block_number")
+    assert list(blocks.index) == list(range(1, measured["last_block"] + 1)), list(blocks.index)
+    assert (blocks.loc[deliveries.index, "tx_count"] == deliveries["tx_count"]).all()
+    transfers = blocks.loc[measured["first_block"]:measured["last_block"]]
+    assert transfers["valid_count"].sum() == 200 == transfers["tx_count"].sum()
+    # It joined after the chain existed: its first block arrived after the watcher saw the last one.
+    assert blocks["received_ns"].min() > deliveries["arrival_ns"].max()
