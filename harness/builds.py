@@ -20,8 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from . import REPO_ROOT
 from . import upstream
+from .deploy import PLAYBOOKS
 from .catalogue import load_system
 from .errors import HarnessError, choose
 from .rundir import git_state
@@ -40,7 +43,8 @@ class Choice:
 
     def metadata(self, switches: dict) -> dict:
         """What ``metadata.json`` records under ``build``."""
-        out = {"kind": self.kind, "systems": self.provenance, "switches": switches, "drivers": self.drivers}
+        out = {"kind": self.kind, "systems": self.provenance, "switches": switches, "drivers": self.drivers,
+               "role_settings": role_settings(self.drivers)}
         if self.kind == "reference":
             out["source"] = git_state()["sha"]
         if self.fallback_reason:
@@ -58,6 +62,22 @@ class Choice:
 
     def binaries(self) -> list[str]:
         return list(dict.fromkeys(b for spec in self.drivers.values() for b in spec["binaries"]))
+
+
+def role_settings(drivers: dict[str, dict]) -> dict[str, dict]:
+    """Every setting the drivers' roles apply by default (``playbooks/roles/<role>/defaults/main.yml``).
+
+    Recorded in each run so that the choices a paper does not state (log
+    levels, GOMAXPROCS, ledger types, pool sizes...) travel with its numbers.
+    Values that Ansible derives from other variables are kept as written.
+    """
+    out: dict[str, dict] = {}
+    for spec in drivers.values():
+        for role in spec["roles"]:
+            path = PLAYBOOKS / "roles" / role / "defaults" / "main.yml"
+            if role not in out and path.is_file():
+                out[role] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return out
 
 
 def reference_driver(system: str, driver: str, systems_dir: Path | None = None) -> dict | None:
