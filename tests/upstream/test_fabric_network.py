@@ -17,6 +17,7 @@ FABRICREPRO_FABRIC_TRANSFERS (default 300) sets the transfers of the run.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -124,7 +125,7 @@ class ListenWatch(threading.Thread):
 def clients(tmp_path_factory) -> Path:
     """This tree's loadgen and blockwatch, built for the test."""
     bin_dir = tmp_path_factory.mktemp("bin")
-    subprocess.run(["go", "build", "-o", str(bin_dir) + "/", "./cmd/loadgen", "./cmd/blockwatch"], cwd=REPO,
+    subprocess.run(["go", "build", "-o", str(bin_dir) + "/", "./cmd/loadgen", "./cmd/blockwatch", "./cmd/blockfile"], cwd=REPO,
                    check=True, timeout=600)
     return bin_dir
 
@@ -227,6 +228,14 @@ def test_fabric_network_commits_every_transfer(tmp_path, clients, fabric_build):
     # The ledgers' block files were fetched.
     blockfile = raw / "blocks" / "fabric_peer" / "mychannel" / "blockfile_000000"
     assert blockfile.is_file() and blockfile.stat().st_size > 0, sorted(p.relative_to(raw) for p in raw.rglob("*"))
+    # ... and they decode into a consistent chain that holds every delivered block with its validation codes.
+    decoded = subprocess.run([str(clients / "blockfile"), *sorted(map(str, blockfile.parent.glob("blockfile_*")))],
+                             capture_output=True, text=True, check=True).stdout
+    ledger = pd.read_csv(io.StringIO(decoded)).set_index("block_number")
+    assert ledger.index.min() == 0 and ledger.loc[0, "tx_count"] == 1  # the channel's config block
+    for row in deliveries.itertuples():
+        assert (ledger.loc[row.block_number, "tx_count"], ledger.loc[row.block_number, "valid_count"]) == \
+            (row.tx_count, row.valid_count), row
 
     span_s = (transfer_blocks["arrival_ns"].max() - txs["submitted_ns"].min()) / 1e9
     load = os.getloadavg()
