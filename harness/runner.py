@@ -78,7 +78,8 @@ def role_variables(point: Point) -> dict:
             "loadgen_transactions": transactions, "loadgen_accounts": accounts, "loadgen_rate_tps": _param(point, "rate_tps"),
             "loadgen_payload_bytes": payload, "loadgen_seed": seed,
             "loadgen_streams": int(_param(point, "loadgen_streams")), "loadgen_timeout_s": timeout,
-            "blockwatch_stop_after": 1 + accounts + transactions, "blockwatch_timeout_s": timeout}
+            "blockwatch_stop_after": 1 + accounts + transactions, "blockwatch_timeout_s": timeout,
+            "fabric_crypto_orderer_type": point.parameters.get("orderer_type", "solo")}
 
 
 def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,
