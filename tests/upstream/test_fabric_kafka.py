@@ -20,7 +20,6 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -28,11 +27,8 @@ import yaml
 
 from harness.deploy import run_playbook
 from harness.errors import HarnessError
-from harness.providers.base import groups_of
-from harness.providers.local import LocalProvider
-from harness.runner import role_variables
 from tests.upstream.test_fabric_network import (  # noqa: F401  (fabric_build, clients: fixtures)
-    BLOCK_SIZE, REPO, ListenWatch, _alive, _pids, _skip_reason, check_rendered, clients, fabric_build)
+    ListenWatch, _alive, _pids, _skip_reason, check_rendered, clients, fabric_build, point_setup)
 
 TRANSFERS = 200
 # One server, one broker: replication 1 (the paper's 3 + 3, replication 3, is a benchmark, not a test).
@@ -53,36 +49,9 @@ def _kafka_skip_reason() -> str | None:
 pytestmark = pytest.mark.skipif(_kafka_skip_reason() is not None, reason=_kafka_skip_reason() or "")
 
 
-def _spec(driver: str) -> dict:
-    recipe = yaml.safe_load((REPO / "systems" / "fabric-1.2" / "upstream.yaml").read_text(encoding="utf-8"))
-    return recipe["drivers"][driver]
-
-
-def _point(tmp_path: Path, driver: str, clients: Path, fabric_build: Path, **parameters):
-    """Inventory and extra variables of one point of ``driver`` on the local provider, as harness/runner.py makes them."""
-    spec = _spec(driver)
-    layout: dict[str, list[str]] = {}
-    for component, role in spec["placement"].items():
-        layout.setdefault(role, []).append(component)
-    provider = LocalProvider(work_root=tmp_path / "work", bin_dir=clients)
-    inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
-    point = SimpleNamespace(id="p000", parameters={
-        "transactions": TRANSFERS, "block_size": BLOCK_SIZE, "point_timeout_s": 600, "payload_bytes": 2900,
-        "seed": 1, "batch_timeout_ms": 2000, "rate_tps": 0, "loadgen_streams": 4, **parameters})
-    point_dir = tmp_path / "run" / "points" / point.id
-    work = f"test/kafka/run/{point.id}"
-    variables = {
-        "fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
-        "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
-        "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": {},
-        "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(fabric_build),
-        **role_variables(point)}
-    return spec, inventory, variables, point_dir
-
-
 def test_kafka_orderer_type_needs_the_kafka_driver(tmp_path, clients, fabric_build):
     """orderer_type=kafka with the solo driver's hosts stops before anything starts, naming the driver."""
-    spec, inventory, variables, point_dir = _point(tmp_path, "end-to-end", clients, fabric_build, orderer_type="kafka")
+    spec, inventory, variables, point_dir = point_setup(tmp_path, "end-to-end", clients, fabric_build, orderer_type="kafka")
     with pytest.raises(HarnessError) as failure:
         run_playbook(spec["playbook"], inventory, variables, point_dir / "logs" / "ansible-run.log", timeout=300)
     assert "end-to-end-kafka" in str(failure.value) + (point_dir / "logs" / "ansible-run.log").read_text()
@@ -90,8 +59,8 @@ def test_kafka_orderer_type_needs_the_kafka_driver(tmp_path, clients, fabric_bui
 
 
 def test_fabric_network_on_kafka_commits_every_transfer(tmp_path, clients, fabric_build):
-    spec, inventory, variables, point_dir = _point(tmp_path, "end-to-end-kafka", clients, fabric_build,
-                                                   orderer_type="kafka")
+    spec, inventory, variables, point_dir = point_setup(tmp_path, "end-to-end-kafka", clients, fabric_build,
+                                                        transactions=TRANSFERS, orderer_type="kafka")
     assert spec["roles"].index("zookeeper") < spec["roles"].index("kafka") < spec["roles"].index("fabric_orderer")
     variables.update(SMALL_CLUSTER)
     logs = point_dir / "logs"

@@ -79,6 +79,31 @@ def _driver(name: str = "end-to-end") -> dict:
     return recipe["drivers"][name]
 
 
+def point_setup(tmp_path: Path, driver: str, clients: Path, fabric_build: Path, **parameters):
+    """Inventory and extra variables of one point of ``driver`` on the local provider, as harness/runner.py makes them.
+
+    Returns ``(spec, inventory, variables, point_dir)``; ``parameters`` override the point's.
+    """
+    spec = _driver(driver)
+    layout: dict[str, list[str]] = {}
+    for component, role in spec["placement"].items():
+        layout.setdefault(role, []).append(component)
+    provider = LocalProvider(work_root=tmp_path / "work", bin_dir=clients)
+    inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
+    point = SimpleNamespace(id="p000", parameters={
+        "transactions": TRANSFERS, "block_size": BLOCK_SIZE, "point_timeout_s": 600, "payload_bytes": 2900,
+        "seed": 1, "batch_timeout_ms": 2000, "rate_tps": 0, "loadgen_streams": 4, **parameters})
+    point_dir = tmp_path / "run" / "points" / point.id
+    work = f"test/{driver}/run/{point.id}"
+    variables = {  # as harness/runner.py run_point passes them
+        "fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
+        "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
+        "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": {},
+        "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(fabric_build),
+        **role_variables(point)}
+    return spec, inventory, variables, point_dir
+
+
 def _pids(root: Path) -> dict[int, str]:
     """``{pid: pid file}`` of every PID file under ``root``."""
     out = {}
@@ -141,24 +166,7 @@ def test_chaincode_against_fabric_shim(tmp_path, fabric_build):
 
 
 def test_fabric_network_commits_every_transfer(tmp_path, clients, fabric_build):
-    spec = _driver()
-    layout: dict[str, list[str]] = {}
-    for component, role in spec["placement"].items():
-        layout.setdefault(role, []).append(component)
-    provider = LocalProvider(work_root=tmp_path / "work", bin_dir=clients)
-    inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
-
-    point = SimpleNamespace(id="p000", parameters={
-        "transactions": TRANSFERS, "block_size": BLOCK_SIZE, "point_timeout_s": 600, "payload_bytes": 2900,
-        "seed": 1, "batch_timeout_ms": 2000, "rate_tps": 0, "loadgen_streams": 4})
-    point_dir = tmp_path / "run" / "points" / point.id
-    work = f"test/fabric/run/{point.id}"
-    variables = {  # as harness/runner.py run_point passes them
-        "fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
-        "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
-        "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": {},
-        "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(fabric_build),
-        **role_variables(point)}
+    spec, inventory, variables, point_dir = point_setup(tmp_path, "end-to-end", clients, fabric_build)
     logs = point_dir / "logs"
     watch = ListenWatch(tmp_path / "work")
     watch.start()
@@ -246,23 +254,8 @@ def test_fabric_network_commits_every_transfer(tmp_path, clients, fabric_build):
 
 def test_fresh_peer_commits_the_premade_chain(tmp_path, clients, fabric_build):
     """The committer benchmark's driver (Figs. 5, 6): peer1 joins late and commits every block, each transfer valid."""
-    spec = _driver("committer-bench")
-    layout: dict[str, list[str]] = {}
-    for component, role in spec["placement"].items():
-        layout.setdefault(role, []).append(component)
-    provider = LocalProvider(work_root=tmp_path / "work", bin_dir=clients)
-    inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
-    point = SimpleNamespace(id="p000", parameters={
-        "transactions": 200, "block_size": BLOCK_SIZE, "point_timeout_s": 600, "payload_bytes": 2900,
-        "seed": 1, "batch_timeout_ms": 2000, "rate_tps": 0, "loadgen_streams": 4})
-    point_dir = tmp_path / "run" / "points" / point.id
-    work = f"test/catchup/run/{point.id}"
-    variables = {
-        "fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
-        "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
-        "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": {},
-        "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(fabric_build),
-        **role_variables(point)}
+    spec, inventory, variables, point_dir = point_setup(tmp_path, "committer-bench", clients, fabric_build,
+                                                        transactions=200)
     logs = point_dir / "logs"
     try:
         try:
