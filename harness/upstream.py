@@ -237,10 +237,6 @@ class Build:
     def bin_dir(self) -> Path:
         return self.path / "bin"
 
-    @property
-    def gopath(self) -> Path:
-        return self.path / "gopath"
-
     def provenance(self) -> dict:
         """What a run's metadata records about this build."""
         keys = ("system", "repository", "ref", "commit", "built_commit", "key", "source", "patches", "toolchain")
@@ -268,17 +264,6 @@ def build_key(recipe: dict, patches: list[Patch], toolchain_version: str) -> str
            "chaincodes": {name: {**cc, "digest": _tree_digest(REPO_ROOT / cc["source"])}
                           for name, cc in sorted((recipe.get("chaincodes") or {}).items())}}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def find_build(system: str, systems_dir: Path = SYSTEMS, builds: Path = BUILDS) -> Build | None:
-    """The finished build of ``system`` for its current recipe, if one exists."""
-    recipe = load_recipe(system, systems_dir)
-    key = build_key(recipe, patch_series(system, recipe, systems_dir), go_version())
-    path = Path(builds) / system / key
-    info_file = path / "build.json"
-    if info_file.is_file():
-        return Build(system, path, json.loads(info_file.read_text(encoding="utf-8")))
-    return None
 
 
 def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds: Path = BUILDS,
