@@ -289,32 +289,36 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
             return Build(system, final, json.loads((final / "build.json").read_text(encoding="utf-8")))
         work = final.parent / f"{key}.partial"
         shutil.rmtree(work, ignore_errors=True)
-        started = time.monotonic()
-        tree = work / "gopath" / "src" / recipe["toolchain"]["import_path"]
-        log(f"upstream {system}: fetching {recipe['repository']} @ {recipe['commit'][:12]} ({source})")
-        fetched = fetch_source(recipe, tree, source)
-        for patch in patches:
-            log(f"upstream {system}: applying {patch.name}")
-            _apply(patch, tree)
-        modules = [_add_module(m, work / "gopath", tree) for m in recipe["toolchain"].get("modules") or []]
-        env = _go_env(recipe, work)
-        _write_go_wrapper(work / "tools")
-        (work / "bin").mkdir()
-        for name, package in recipe["targets"].items():
-            log(f"upstream {system}: go build {package} -> bin/{name}")
-            _go_build(env, tree, package, work / "bin" / name, recipe["toolchain"].get("tags") or [])
-        for name, cc in (recipe.get("chaincodes") or {}).items():
-            src = work / "gopath" / "src" / cc["import_path"]
-            shutil.copytree(REPO_ROOT / cc["source"], src, ignore=shutil.ignore_patterns("go.mod", "go.sum"))
-            log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name}")
-            _go_build(env, src, ".", work / "bin" / name, [])
-        info = {"schema_version": SCHEMA_VERSION, "system": system, "repository": recipe["repository"],
-                "ref": recipe.get("ref"), "commit": recipe["commit"], "built_commit": fetched["commit"],
-                "key": key, "source": fetched, "patches": [p.to_dict() for p in patches],
-                "toolchain": {**recipe["toolchain"], "version": version, "env": {k: env[k] for k in _GO_ENV_KEYS}},
-                "modules": modules, "targets": recipe["targets"], "chaincodes": recipe.get("chaincodes") or {},
-                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "build_seconds": round(time.monotonic() - started, 1)}
+        try:
+            started = time.monotonic()
+            tree = work / "gopath" / "src" / recipe["toolchain"]["import_path"]
+            log(f"upstream {system}: fetching {recipe['repository']} @ {recipe['commit'][:12]} ({source})")
+            fetched = fetch_source(recipe, tree, source)
+            for patch in patches:
+                log(f"upstream {system}: applying {patch.name}")
+                _apply(patch, tree)
+            modules = [_add_module(m, work / "gopath", tree) for m in recipe["toolchain"].get("modules") or []]
+            env = _go_env(recipe, work)
+            _write_go_wrapper(work / "tools")
+            (work / "bin").mkdir()
+            for name, package in recipe["targets"].items():
+                log(f"upstream {system}: go build {package} -> bin/{name}")
+                _go_build(env, tree, package, work / "bin" / name, recipe["toolchain"].get("tags") or [])
+            for name, cc in (recipe.get("chaincodes") or {}).items():
+                src = work / "gopath" / "src" / cc["import_path"]
+                shutil.copytree(REPO_ROOT / cc["source"], src, ignore=shutil.ignore_patterns("go.mod", "go.sum"))
+                log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name}")
+                _go_build(env, src, ".", work / "bin" / name, [])
+            info = {"schema_version": SCHEMA_VERSION, "system": system, "repository": recipe["repository"],
+                    "ref": recipe.get("ref"), "commit": recipe["commit"], "built_commit": fetched["commit"],
+                    "key": key, "source": fetched, "patches": [p.to_dict() for p in patches],
+                    "toolchain": {**recipe["toolchain"], "version": version, "env": {k: env[k] for k in _GO_ENV_KEYS}},
+                    "modules": modules, "targets": recipe["targets"], "chaincodes": recipe.get("chaincodes") or {},
+                    "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "build_seconds": round(time.monotonic() - started, 1)}
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)  # a failed build leaves nothing behind
+            raise
         (work / "build.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         work.rename(final)
         log(f"upstream {system}: built in {info['build_seconds']} s -> {final}")

@@ -165,6 +165,7 @@ def test_patch_that_does_not_apply_fails_and_leaves_no_build(project):
     with pytest.raises(HarnessError, match="apply 0001-bonjour.patch"):
         _build(project, "git")
     assert not list(project["builds"].glob("toy/*/build.json"))
+    assert not list(project["builds"].glob("toy/*.partial")), "the half-made tree is removed"
 
 
 def test_patch_without_header_is_refused(project):
