@@ -135,11 +135,13 @@ def caption(run_meta: dict, summary: dict, resolved: dict) -> str:
     """Build, provider, cores, scale and repetitions of the run behind a figure."""
     host = run_meta.get("host") or {}
     pts = summary["points"]
+    notes = sorted({d["note"] for d in ((run_meta.get("build") or {}).get("drivers") or {}).values() if d.get("note")})
     return (f"Build: {build_text(run_meta)}; provider: {run_meta.get('provider')}; "
             f"{host.get('cores')} cores ({host.get('cpu_model')}); scale: {run_meta.get('scale')}; "
             f"run {run_meta['run_id']} ({run_meta['status']}), {pts['complete']} of {pts['total']} points "
             f"complete, {resolved.get('repetitions')} repetition(s) per configuration. Measured values: mean ± "
-            f"standard deviation over repetitions; hollow diamonds: published values.")
+            f"standard deviation over repetitions; hollow diamonds: published values."
+            + "".join(f" {n}" for n in notes))
 
 
 def build_text(run_meta: dict) -> str:

@@ -55,3 +55,16 @@ def test_section_lists_each_experiment_with_both_builds(monkeypatch):
     table = next(b for b in blocks if b[0] == "table")
     assert ["throughput_tps (tx/s)", "5,000 (n=2)", "2,500 (n=2)", "2"] in table[2]
     assert fidelity.blocks([], fmt) == []
+
+
+def test_caption_names_the_upstream_build_and_its_drivers_deviation():
+    from harness.report import caption
+    meta = {"run_id": "r", "status": "complete", "provider": "local", "scale": "smoke",
+            "host": {"cores": 2, "cpu_model": "X"},
+            "build": {"kind": "upstream",
+                      "systems": {"fabric-1.2": {"repository": "hyperledger/fabric", "built_commit": "cae2ad4456914adf",
+                                                 "source": {"kind": "snapshot"}, "patches": [{"name": "0001-x.patch"}]}},
+                      "drivers": {"fabric-1.2": {"playbook": "p.yml", "note": "Deviation: blocks over Deliver."}}}}
+    text = caption(meta, {"points": {"complete": 1, "total": 1}}, {"repetitions": 1})
+    assert "upstream — fabric-1.2 hyperledger/fabric @ cae2ad445691 (snapshot), patches: 0001-x.patch" in text
+    assert text.endswith("Deviation: blocks over Deliver.")
