@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -28,7 +26,7 @@ import yaml
 from harness.deploy import run_playbook
 from harness.errors import HarnessError
 from tests.upstream.test_fabric_network import (  # noqa: F401  (fabric_build, clients: fixtures)
-    ListenWatch, _alive, _pids, _skip_reason, check_rendered, clients, fabric_build, point_setup)
+    _pids, _skip_reason, check_rendered, clients, fabric_build, point_setup, run_watched)
 
 TRANSFERS = 200
 # One server, one broker: replication 1 (the paper's 3 + 3, replication 3, is a benchmark, not a test).
@@ -64,26 +62,9 @@ def test_fabric_network_on_kafka_commits_every_transfer(tmp_path, clients, fabri
     assert spec["roles"].index("zookeeper") < spec["roles"].index("kafka") < spec["roles"].index("fabric_orderer")
     variables.update(SMALL_CLUSTER)
     logs = point_dir / "logs"
-    watch = ListenWatch(tmp_path / "work")
-    watch.start()
-    started = time.monotonic()
-    try:
-        try:
-            run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=600)
-        finally:
-            elapsed = time.monotonic() - started
-            watch.stop.set()
-            watch.join()
-            watch.pids.update(_pids(tmp_path / "work"))
-            rendered = {f.name: f.read_text() for f in
-                        [*(tmp_path / "work").rglob("orderer.yaml"), *(tmp_path / "work").rglob("server.properties"),
-                         *(tmp_path / "work").rglob("zoo.cfg"), *(tmp_path / "controller").rglob("configtx.yaml")]}
-            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log", timeout=300)
-        left = {pid: f for pid, f in watch.pids.items() if _alive(pid)}
-        assert not left, f"teardown left processes running: {left}"
-    finally:
-        for pid in (p for p in list(watch.pids) if _alive(p)):
-            os.kill(pid, signal.SIGKILL)
+    watch, rendered, elapsed = run_watched(tmp_path, spec, inventory, variables, point_dir, 600,
+                                           ["work/**/orderer.yaml", "work/**/server.properties", "work/**/zoo.cfg",
+                                            "controller/**/configtx.yaml"])
     names = {Path(f).name for f in watch.pids.values()}
     assert {"zookeeper.pid", "zookeeper-0.pid", "kafka.pid", "kafka-0.pid", "fabric_orderer.pid"} <= names, names
 

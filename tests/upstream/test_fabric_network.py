@@ -104,6 +104,36 @@ def point_setup(tmp_path: Path, driver: str, clients: Path, fabric_build: Path, 
     return spec, inventory, variables, point_dir
 
 
+def run_watched(tmp_path: Path, spec: dict, inventory, variables: dict, point_dir: Path, timeout: float,
+                configs: list[Path]):
+    """Run a point's playbook while watching its listeners, then always teardown.yml; every process must be gone.
+
+    ``configs`` (globs under tmp_path, e.g. ``work/**/core.yaml``) are read before teardown removes them.
+    Returns ``(watch, rendered {name: text}, elapsed seconds)``; kills what teardown left, then fails.
+    """
+    logs = point_dir / "logs"
+    watch = ListenWatch(tmp_path / "work")
+    watch.start()
+    started = time.monotonic()
+    try:
+        try:
+            run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=timeout)
+        finally:
+            elapsed = time.monotonic() - started
+            watch.stop.set()
+            watch.join()
+            watch.pids.update(_pids(tmp_path / "work"))
+            rendered = {f.name: f.read_text() for pattern in configs for f in tmp_path.glob(str(pattern))
+                        if "fabric_channel" not in f.parts}  # the CLI's is Fabric's own sample
+            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log", timeout=300)
+        left = {pid: f for pid, f in watch.pids.items() if _alive(pid)}
+        assert not left, f"teardown left processes running: {left}"
+    finally:
+        for pid in (p for p in list(watch.pids) if _alive(p)):
+            os.kill(pid, signal.SIGKILL)
+    return watch, rendered, elapsed
+
+
 def _pids(root: Path) -> dict[int, str]:
     """``{pid: pid file}`` of every PID file under ``root``."""
     out = {}
@@ -168,28 +198,9 @@ def test_chaincode_against_fabric_shim(tmp_path, fabric_build):
 def test_fabric_network_commits_every_transfer(tmp_path, clients, fabric_build):
     spec, inventory, variables, point_dir = point_setup(tmp_path, "end-to-end", clients, fabric_build)
     logs = point_dir / "logs"
-    watch = ListenWatch(tmp_path / "work")
-    watch.start()
-    started = time.monotonic()
-    try:
-        try:
-            run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=900)
-        finally:
-            elapsed = time.monotonic() - started
-            watch.stop.set()
-            watch.join()
-            watch.pids.update(_pids(tmp_path / "work"))
-            rendered = {f.name: f.read_text() for f in
-                        [*(tmp_path / "work").rglob("core.yaml"), *(tmp_path / "work").rglob("orderer.yaml"),
-                         *(tmp_path / "controller").rglob("configtx.yaml"),
-                         *(tmp_path / "controller").rglob("crypto-config.yaml")]
-                        if "fabric_channel" not in f.parts}  # the CLI's is Fabric's own sample
-            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log", timeout=300)
-        left = {pid: f for pid, f in watch.pids.items() if _alive(pid)}
-        assert not left, f"teardown left processes running: {left}"
-    finally:
-        for pid in (p for p in list(watch.pids) if _alive(p)):
-            os.kill(pid, signal.SIGKILL)
+    watch, rendered, elapsed = run_watched(tmp_path, spec, inventory, variables, point_dir, 900,
+                                           ["work/**/core.yaml", "work/**/orderer.yaml", "controller/**/configtx.yaml",
+                                            "controller/**/crypto-config.yaml"])
 
     # The configuration files the roles wrote hold only keys Fabric 1.2 reads
     # (infra/upstream_keys/fabric-1.2/, derived from the v1.2.0 snapshot).
