@@ -19,14 +19,13 @@ import re
 import shutil
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
 from harness.deploy import run_playbook
 from harness.errors import HarnessError
 from tests.upstream.test_fabric_network import (  # noqa: F401  (fabric_build, clients: fixtures)
-    _pids, _skip_reason, check_rendered, clients, fabric_build, point_setup, run_watched)
+    _pids, _skip_reason, assert_every_transfer_valid, check_rendered, clients, fabric_build, point_setup, run_watched)
 
 TRANSFERS = 200
 # One server, one broker: replication 1 (the paper's 3 + 3, replication 3, is a benchmark, not a test).
@@ -103,15 +102,7 @@ def test_fabric_network_on_kafka_commits_every_transfer(tmp_path, clients, fabri
     assert not [p.name for p in host_logs.iterdir() if re.fullmatch(r"\d{20}\.log", p.name)]
 
     # Every transfer acknowledged, committed and valid (the block watcher's deliveries.csv).
-    raw = point_dir / "raw" / "localhost"
-    txs = pd.read_csv(raw / "txs.csv")
-    assert len(txs) == TRANSFERS and (txs["status"] == "SUCCESS").all(), txs["status"].value_counts()
-    deliveries = pd.read_csv(raw / "deliveries.csv")
-    measured = yaml.safe_load((point_dir / "measured.json").read_text())
-    assert deliveries["block_number"].tolist() == list(range(1, len(deliveries) + 1))
-    assert (deliveries["valid_count"] == deliveries["tx_count"]).all(), deliveries
-    transfer_blocks = deliveries[deliveries["block_number"] >= measured["first_block"]]
-    assert transfer_blocks["valid_count"].sum() == TRANSFERS == measured["transfer_valid"], measured
+    txs, _, _, transfer_blocks = assert_every_transfer_valid(point_dir, TRANSFERS)
 
     span_s = (transfer_blocks["arrival_ns"].max() - txs["submitted_ns"].min()) / 1e9
     load = os.getloadavg()

@@ -134,6 +134,24 @@ def run_watched(tmp_path: Path, spec: dict, inventory, variables: dict, point_di
     return watch, rendered, elapsed
 
 
+def assert_every_transfer_valid(point_dir: Path, transfers: int):
+    """Every transfer acknowledged by the orderer and committed valid, in blocks after the setup blocks.
+
+    Reads the loadgen's txs.csv, the block watcher's deliveries.csv (every block from 1 on: the
+    instantiation, the creates, then the transfers) and measured.json; returns them and the transfer blocks.
+    """
+    raw = point_dir / "raw" / "localhost"
+    txs = pd.read_csv(raw / "txs.csv")
+    assert len(txs) == transfers and (txs["status"] == "SUCCESS").all(), txs["status"].value_counts()
+    deliveries = pd.read_csv(raw / "deliveries.csv")
+    measured = yaml.safe_load((point_dir / "measured.json").read_text())
+    assert deliveries["block_number"].tolist() == list(range(1, len(deliveries) + 1))
+    assert (deliveries["valid_count"] == deliveries["tx_count"]).all(), deliveries
+    transfer_blocks = deliveries[deliveries["block_number"] >= measured["first_block"]]
+    assert transfer_blocks["valid_count"].sum() == transfers == measured["transfer_valid"], measured
+    return txs, deliveries, measured, transfer_blocks
+
+
 def _pids(root: Path) -> dict[int, str]:
     """``{pid: pid file}`` of every PID file under ``root``."""
     out = {}
@@ -216,16 +234,7 @@ def test_fabric_network_commits_every_transfer(tmp_path, clients, fabric_build):
     assert {"127.0.0.1:7051", "127.0.0.1:7052", "127.0.0.1:7053"} <= set(bound.get("fabric_peer", [])), bound
 
     raw = point_dir / "raw" / "localhost"
-    txs = pd.read_csv(raw / "txs.csv")
-    assert len(txs) == TRANSFERS and (txs["status"] == "SUCCESS").all(), txs["status"].value_counts()
-
-    # The block watcher: block 1 (the instantiation), the creates, then every transfer valid.
-    deliveries = pd.read_csv(raw / "deliveries.csv")
-    measured = yaml.safe_load((point_dir / "measured.json").read_text())
-    assert deliveries["block_number"].tolist() == list(range(1, len(deliveries) + 1))
-    assert (deliveries["valid_count"] == deliveries["tx_count"]).all(), deliveries
-    transfer_blocks = deliveries[deliveries["block_number"] >= measured["first_block"]]
-    assert transfer_blocks["valid_count"].sum() == TRANSFERS == measured["transfer_valid"], measured
+    txs, deliveries, measured, transfer_blocks = assert_every_transfer_valid(point_dir, TRANSFERS)
     assert measured["setup_transactions"] == 1 + 2 * TRANSFERS
 
     # The peer's own log: one commit line per block, with the same transaction counts.
