@@ -34,17 +34,24 @@ KINDS = ("auto", "upstream", "reference")
 
 @dataclass
 class Choice:
-    """The build of one run: its kind, each system's driver spec and provenance, why it fell back."""
+    """The build of one run: its kind, each system's driver spec and provenance, why it fell back.
+
+    Upstream builds are per variant (``builds``, ``variants``): a variant's
+    switches may pick a flavour of its system's recipe.
+    """
     kind: str
     drivers: dict[str, dict]            # system -> driver spec
     provenance: dict[str, dict] = field(default_factory=dict)
     fallback_reason: str | None = None
-    builds: dict[str, upstream.Build] = field(default_factory=dict)
+    builds: dict[str, upstream.Build] = field(default_factory=dict)   # variant -> build
+    variants: dict[str, dict] = field(default_factory=dict)           # variant -> its build's provenance
 
     def metadata(self, switches: dict) -> dict:
         """What ``metadata.json`` records under ``build``."""
         out = {"kind": self.kind, "systems": self.provenance, "switches": switches, "drivers": self.drivers,
                "role_settings": role_settings(self.drivers)}
+        if self.variants:
+            out["variants"] = self.variants
         if self.kind == "reference":
             out["source"] = git_state()["sha"]
         if self.fallback_reason:
@@ -129,14 +136,22 @@ def choose_build(kind: str, systems: list[str], driver: str, source: str = "auto
     return Choice("reference", drivers, fallback_reason=reason)
 
 
-def prepare(choice: Choice, source: str = "auto", log=print, systems_dir: Path | None = None) -> None:
-    """Build (or reuse) every upstream system of ``choice`` and record its provenance."""
+def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str = "auto", log=print,
+            systems_dir: Path | None = None) -> None:
+    """Build (or reuse) the upstream build of every variant (``{variant: (system, switches)}``) and record it.
+
+    ``provenance[system]`` is the system's build without flavours' extras
+    (its first variant's); ``variants[variant]`` names each variant's own.
+    """
     if choice.kind != "upstream":
         return
-    for system in choice.drivers:
-        built = upstream.build(system, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log)
-        choice.builds[system] = built
-        choice.provenance[system] = built.provenance()
+    for variant, (system, switches) in variants.items():
+        built = upstream.build(system, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log,
+                               switches=switches)
+        choice.builds[variant] = built
+        choice.provenance.setdefault(system, built.provenance())
+        choice.variants[variant] = {k: v for k, v in built.provenance().items()
+                                    if k in ("system", "key", "path", "flavours", "base", "patches", "grafts")}
 
 
 def known_drivers(systems_dir: Path | None = None) -> set[str]:

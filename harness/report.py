@@ -153,6 +153,15 @@ def build_text(run_meta: dict) -> str:
             patches = ", ".join(p["name"] for p in b.get("patches") or []) or "none"
             parts.append(f"{system} {b.get('repository')} @ {str(b.get('built_commit'))[:12]} "
                          f"({(b.get('source') or {}).get('kind')}), patches: {patches}")
+        for variant, v in sorted((build.get("variants") or {}).items()):
+            if v.get("flavours"):
+                extra = [p["name"] for p in v.get("patches") or []
+                         if p["name"] not in {q["name"] for q in (build["systems"].get(v["system"]) or {}).get("patches") or []}]
+                parts.append(f"variant {variant}: flavour {', '.join(v['flavours'])}"
+                             + (f" on {v['base']}" if v.get("base") else "")
+                             + (f", grafted from {', '.join(g['from'] + ' ' + g['commit'][:12] for g in v['grafts'])}"
+                                if v.get("grafts") else "")
+                             + (f", patches: {', '.join(extra)}" if extra else ""))
         return "upstream — " + "; ".join(parts)
     text = f"reference ({str(build.get('source'))[:7]})"
     if build.get("fallback_reason"):

@@ -102,7 +102,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
         for point in todo:
             progress.start(point.id)
             started_ns = time.time_ns()
-            upstream_build = build.builds.get(point.system)
+            upstream_build = build.builds.get(point.variant)
             summary = run_point(run, point, driver, build.drivers[point.system], inventory, provider.work_root,
                                 provider.bin_dir, upstream_build.path if upstream_build else None)
             _collect_resources(monitor, started_ns, time.time_ns(), run.point_dir(point.id), progress)
@@ -178,6 +178,9 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         experiments = [paper.experiment(experiment_id)] if experiment_id else paper.experiments
 
     systems_dir = Path(papers_dir).parent / "systems" if papers_dir else None
+    # Every experiment's parameters are checked before any of them runs: bad input makes no run directory.
+    plans = {} if resume else {e["id"]: make_plan(paper, e, scale, overrides=overrides, repeat=repeat)
+                               for e in experiments if not skip_reason(e, systems_dir)}
     skipped, runs = {}, []
     for experiment in experiments:
         reason = skip_reason(experiment, systems_dir)
@@ -192,7 +195,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
                         repetitions=stored["repetitions"], points=expand(stored), resolved=stored)
             kind = run.metadata.get("build", {}).get("kind", "reference")
         else:
-            plan = make_plan(paper, experiment, scale, overrides=overrides, repeat=repeat)
+            plan = plans[experiment["id"]]
             kind = build
         try:
             choice = choose_build(kind, sorted({p.system for p in plan.points}), experiment["driver"], source,
@@ -201,7 +204,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
                 print(f"{experiment['id']}: reference build (upstream not available: {choice.fallback_reason})",
                       file=stream)
             require_binaries(choice.binaries(), provider_.bin_dir)
-            prepare(choice, source, log=lambda line: print(line, file=stream), systems_dir=systems_dir)
+            prepare(choice, _variant_systems(plan), source, log=lambda line: print(line, file=stream),
+                    systems_dir=systems_dir)
         except HarnessError as e:
             if len(experiments) == 1:
                 raise
@@ -237,6 +241,12 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
 def _switches(plan: Plan) -> dict:
     """Each variant's resolved switches."""
     return {vid: {k: s["value"] for k, s in v["switches"].items()} for vid, v in plan.resolved["variants"].items()}
+
+
+def _variant_systems(plan: Plan) -> dict[str, tuple[str, dict]]:
+    """Each variant's system and resolved switches: what picks its build."""
+    switches = _switches(plan)
+    return {vid: (v["system"], switches[vid]) for vid, v in plan.resolved["variants"].items()}
 
 
 def _record_skipped(results: Path, paper_id: str, skipped: dict) -> None:

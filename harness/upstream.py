@@ -12,7 +12,10 @@ The steps, each recorded in the build's ``build.json``:
    against ``MANIFEST.tsv``, its commit against the pin) or a ``git clone`` of
    the pinned commit (the ref's commit checked against the pin). ``auto``
    prefers a snapshot that is present.
-2. **patch**: every patch of the series, in order.
+2. **patch**: every patch of the series, in order, then the patches of each
+   *flavour* whose ``when`` matches the variant's switches (a flavour may
+   also build on another system's recipe, ``base``, and copy paths from
+   another system's pinned tree, ``graft``).
 3. **build**: ``go build`` of each target in GOPATH mode, and each chaincode
    in the same GOPATH.
 
@@ -37,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import REPO_ROOT, SCHEMA_VERSION
-from .catalogue import SCHEMAS, _load_schema, load_yaml, schema_errors
+from .catalogue import SCHEMAS, _load_schema, load_system, load_yaml, schema_errors
 from .errors import HarnessError, choose
 from .tools import require_tool
 
@@ -115,14 +118,41 @@ def read_patch(path: Path) -> Patch:
     return Patch(Path(path).name, Path(path), hashlib.sha256(data).hexdigest(), header)
 
 
-def patch_series(system: str, recipe: dict, systems_dir: Path = SYSTEMS) -> list[Patch]:
-    """The recipe's patches, in order, read from ``systems/<system>/patches/``."""
+def patch_series(system: str, recipe: dict, systems_dir: Path = SYSTEMS, names: list[str] | None = None) -> list[Patch]:
+    """The recipe's patches (or ``names``), in order, read from ``systems/<system>/patches/``."""
     out = []
-    for name in recipe.get("patches") or []:
+    for name in recipe.get("patches") or [] if names is None else names:
         path = Path(systems_dir) / system / "patches" / name
         if not path.is_file():
             raise HarnessError(f"systems/{system}/upstream.yaml lists patch {name}, but {path} does not exist")
         out.append(read_patch(path))
+    return out
+
+
+def matching_flavours(system: str, recipe: dict, switches: dict | None, systems_dir: Path = SYSTEMS) -> list[dict]:
+    """The recipe's flavours whose ``when`` holds for ``switches`` (defaults from ``system.yaml``), in order.
+
+    A variant's switches pick the build: e.g. FastFabric's O-I alone is the
+    published tree plus a patch restoring Fabric 1.2's broadcast handler.
+    """
+    flavours = recipe.get("flavours") or []
+    if not flavours:
+        return []
+    declared = (load_system(system, systems_dir).get("reference") or {}).get("switches") or {}
+    values = {name: spec.get("default") for name, spec in declared.items()}
+    values.update(switches or {})
+    out = []
+    for flavour in flavours:
+        unknown = sorted(set(flavour["when"]) - set(values))
+        if unknown:
+            raise HarnessError(f"systems/{system}/upstream.yaml flavour {flavour['name']}: "
+                               f"unknown switch(es) {', '.join(unknown)} (declared: {', '.join(sorted(values))})")
+        if all(values[k] == v for k, v in flavour["when"].items()):
+            out.append(flavour)
+    bases = [f["name"] for f in out if f.get("base")]
+    if len(bases) > 1:
+        raise HarnessError(f"systems/{system}/upstream.yaml: flavours {', '.join(bases)} all set a base; "
+                           "at most one matching flavour may")
     return out
 
 
@@ -239,7 +269,8 @@ class Build:
 
     def provenance(self) -> dict:
         """What a run's metadata records about this build."""
-        keys = ("system", "repository", "ref", "commit", "built_commit", "key", "source", "patches", "toolchain")
+        keys = ("system", "repository", "ref", "commit", "built_commit", "key", "source", "patches", "toolchain",
+                "flavours", "base", "grafts")
         return {"kind": "upstream", "path": str(self.path), **{k: self.info[k] for k in keys if k in self.info}}
 
 
@@ -256,25 +287,41 @@ def _tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def build_key(recipe: dict, patches: list[Patch], toolchain_version: str) -> str:
-    """The cache key of a build: commit, patches, toolchain and chaincode sources."""
+def build_key(recipe: dict, patches: list[Patch], toolchain_version: str, flavours: list[dict] = ()) -> str:
+    """The cache key of a build: commit, patches, toolchain, chaincode sources and flavours."""
     doc = {"commit": recipe["commit"], "patches": [p.sha256 for p in patches],
            "toolchain": recipe["toolchain"], "toolchain_version": toolchain_version,
            "targets": recipe.get("targets"),
            "chaincodes": {name: {**cc, "digest": _tree_digest(REPO_ROOT / cc["source"])}
                           for name, cc in sorted((recipe.get("chaincodes") or {}).items())}}
+    if flavours:  # absent otherwise, so that builds without flavours keep their keys
+        doc["flavours"] = [{k: f[k] for k in ("name", "base", "graft", "targets") if k in f} for f in flavours]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds: Path = BUILDS,
-          log=print) -> Build:
-    """Build ``system``'s upstream code (or reuse the build with the same key) and return it."""
+          log=print, switches: dict | None = None) -> Build:
+    """Build ``system``'s upstream code for a variant's ``switches`` (or reuse the same build) and return it.
+
+    The tree is the recipe's (or a matching flavour's ``base`` system's),
+    patched with its series and then with each matching flavour's patches.
+    """
     choose("upstream source", source, SOURCES)
-    recipe = load_recipe(system, systems_dir)
+    own = load_recipe(system, systems_dir)
+    flavours = matching_flavours(system, own, switches, systems_dir)
+    base = next((f["base"] for f in flavours if f.get("base")), None)
+    recipe = load_recipe(base, systems_dir) if base else own
     choose("toolchain kind", recipe["toolchain"]["kind"], ["go-gopath"])
-    patches = patch_series(system, recipe, systems_dir)
+    patches = patch_series(base or system, recipe, systems_dir)
+    for flavour in flavours:
+        patches += patch_series(system, own, systems_dir, names=flavour.get("patches") or [])
+    targets = dict(recipe["targets"])
+    for flavour in flavours:
+        targets.update(flavour.get("targets") or {})
+    chaincodes = {**(recipe.get("chaincodes") or {}), **(own.get("chaincodes") or {})}
+    recipe = {**recipe, "targets": targets, "chaincodes": chaincodes}
     version = go_version()
-    key = build_key(recipe, patches, version)
+    key = build_key(recipe, patches, version, flavours)
     final = Path(builds) / system / key
     final.parent.mkdir(parents=True, exist_ok=True)
     # A go.mod of its own keeps the GOPATH trees below out of an enclosing
@@ -294,6 +341,7 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
             tree = work / "gopath" / "src" / recipe["toolchain"]["import_path"]
             log(f"upstream {system}: fetching {recipe['repository']} @ {recipe['commit'][:12]} ({source})")
             fetched = fetch_source(recipe, tree, source)
+            grafts = [_graft(f["graft"], tree, work, source, systems_dir, log) for f in flavours if f.get("graft")]
             for patch in patches:
                 log(f"upstream {system}: applying {patch.name}")
                 _apply(patch, tree)
@@ -301,10 +349,10 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
             env = _go_env(recipe, work)
             _write_go_wrapper(work / "tools")
             (work / "bin").mkdir()
-            for name, package in recipe["targets"].items():
+            for name, package in targets.items():
                 log(f"upstream {system}: go build {package} -> bin/{name}")
                 _go_build(env, tree, package, work / "bin" / name, recipe["toolchain"].get("tags") or [])
-            for name, cc in (recipe.get("chaincodes") or {}).items():
+            for name, cc in chaincodes.items():
                 src = work / "gopath" / "src" / cc["import_path"]
                 shutil.copytree(REPO_ROOT / cc["source"], src, ignore=shutil.ignore_patterns("go.mod", "go.sum"))
                 log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name}")
@@ -312,8 +360,9 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
             info = {"schema_version": SCHEMA_VERSION, "system": system, "repository": recipe["repository"],
                     "ref": recipe.get("ref"), "commit": recipe["commit"], "built_commit": fetched["commit"],
                     "key": key, "source": fetched, "patches": [p.to_dict() for p in patches],
+                    "flavours": [f["name"] for f in flavours], "base": base, "grafts": grafts,
                     "toolchain": {**recipe["toolchain"], "version": version, "env": {k: env[k] for k in _GO_ENV_KEYS}},
-                    "modules": modules, "targets": recipe["targets"], "chaincodes": recipe.get("chaincodes") or {},
+                    "modules": modules, "targets": targets, "chaincodes": chaincodes,
                     "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "build_seconds": round(time.monotonic() - started, 1)}
         except BaseException:
@@ -323,6 +372,29 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
         work.rename(final)
         log(f"upstream {system}: built in {info['build_seconds']} s -> {final}")
         return Build(system, final, info)
+
+
+def _graft(graft: dict, tree: Path, work: Path, source: str, systems_dir: Path, log) -> dict:
+    """Copy ``graft['paths']`` from another system's pinned tree into ``tree`` (replacing what is there).
+
+    How a variant takes one mechanism of the published code into another
+    base without copying that code into this repository.
+    """
+    donor = load_recipe(graft["from"], systems_dir)
+    where = work / "graft" / graft["from"]
+    log(f"upstream: grafting {len(graft['paths'])} path(s) from {donor['repository']} @ {donor['commit'][:12]}")
+    fetched = fetch_source(donor, where, source)
+    for rel in graft["paths"]:
+        src, dest = where / rel, tree / rel
+        if not src.exists():
+            raise HarnessError(f"graft from {graft['from']}: {rel} does not exist in {donor['repository']} "
+                               f"@ {donor['commit'][:12]}")
+        if dest.is_dir():
+            shutil.rmtree(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest)
+    shutil.rmtree(where)
+    return {"from": graft["from"], "commit": fetched["commit"], "paths": graft["paths"]}
 
 
 _GO_ENV_KEYS = ("GOPATH", "GO111MODULE", "GOFLAGS", "CGO_ENABLED")

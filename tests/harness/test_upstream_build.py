@@ -192,3 +192,43 @@ def test_repository_recipes_are_valid():
             assert manifest[recipe["snapshot"]]["commit"] == recipe["commit"], system
         for patch in upstream.patch_series(system, recipe):
             assert patch.header["Kind"] in {"fix", "instrumentation", "mechanism", "driver", "harness"}, patch.name
+
+
+def test_flavour_patches_follow_the_variants_switches(project):
+    """A variant's switches pick the flavours whose patches are applied; each flavour is its own build."""
+    (project["systems"] / "toy" / "system.yaml").write_text(yaml.safe_dump({
+        "schema_version": 1, "id": "toy", "paper": "toy", "description": "test double",
+        "reference": {"commands": [], "switches": {"language": {"default": "en", "description": "greeting"}}}}))
+    (project["systems"] / "toy" / "patches" / "0101-bonjour.patch").write_text(PATCH)
+    _write_recipe(project, flavours=[{"name": "french", "when": {"language": "fr"}, "patches": ["0101-bonjour.patch"]}])
+    kwargs = {"systems_dir": project["systems"], "builds": project["builds"], "log": lambda _: None}
+    default = upstream.build("toy", "git", **kwargs)
+    english = upstream.build("toy", "git", switches={"language": "en"}, **kwargs)
+    french = upstream.build("toy", "git", switches={"language": "fr"}, **kwargs)
+    assert english.path == default.path and _run(english.bin_dir / "toy") == "hello"
+    assert french.path != english.path and _run(french.bin_dir / "toy") == "bonjour"
+    assert french.info["flavours"] == ["french"] and [p["name"] for p in french.info["patches"]] == ["0101-bonjour.patch"]
+    _write_recipe(project, flavours=[{"name": "bad", "when": {"colour": "red"}, "patches": []}])
+    with pytest.raises(HarnessError, match="unknown switch"):
+        upstream.build("toy", "git", switches={"language": "fr"}, **kwargs)
+
+
+def test_flavour_graft_copies_paths_from_another_pinned_tree(project, tmp_path):
+    """A flavour can take files of another system's pinned tree (how FastFabric's P-I joins Fabric 1.2)."""
+    donor = tmp_path / "donor"
+    shutil.copytree(project["repo"], donor)
+    (donor / "greet.go").write_text(GREET_GO.replace("hello", "grafted"))
+    _git(donor, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "donor")
+    (project["systems"] / "donor").mkdir()
+    (project["systems"] / "donor" / "upstream.yaml").write_text(yaml.safe_dump({
+        **project["recipe"], "system": "donor", "clone_url": donor.as_uri(), "ref": "master",
+        "ref_moves": True, "commit": _git(donor, "rev-parse", "HEAD")}))
+    (project["systems"] / "toy" / "system.yaml").write_text(yaml.safe_dump({
+        "schema_version": 1, "id": "toy", "paper": "toy", "description": "test double",
+        "reference": {"commands": [], "switches": {"graft": {"default": False, "description": "take greet.go"}}}}))
+    _write_recipe(project, flavours=[{"name": "grafted", "when": {"graft": True},
+                                      "graft": {"from": "donor", "paths": ["greet.go"]}}])
+    built = upstream.build("toy", "git", systems_dir=project["systems"], builds=project["builds"],
+                           log=lambda _: None, switches={"graft": True})
+    assert _run(built.bin_dir / "toy") == "grafted"
+    assert built.info["grafts"][0]["from"] == "donor"
