@@ -44,7 +44,7 @@ def build(c, upstream=None, source="auto"):
 
 @task
 def test(c):
-    """go vet, go test and pytest; ends with one line `N passed, N failed`."""
+    """go vet, go test and pytest; lists skip reasons, ends with one line `N passed, N failed, N skipped`."""
     from harness import toolchain
     failed = _guard(toolchain.test)
     if failed:
@@ -76,7 +76,7 @@ def reproduce(c, paper, experiment=None, scale="smoke", provider="local", repeat
               inventory=None, remote_work_root=None, preflight=True, clock_sync=True, ami_id=None,
               operator_cidr=None, region=None, key_file=None, instance_type=None, build="auto", source="auto"):
     """Run a paper's experiments and render its report."""
-    from harness.config import parse_assignments
+    from harness.config import parse_assignments, parse_value
     from harness.reproduce import reproduce as run
     options = {}
     if provider in ("ssh", "aws"):
@@ -92,7 +92,7 @@ def reproduce(c, paper, experiment=None, scale="smoke", provider="local", repeat
         options.update({k: v for k, v in {"ami_id": ami_id, "operator_cidr": operator_cidr, "region": region,
                                           "key_file": key_file, "instance_type": instance_type}.items() if v})
     runs = _guard(lambda: run(paper, experiment, scale=scale, provider=provider,
-                              repeat=int(repeat) if repeat else None, resume=resume,
+                              repeat=parse_value(repeat) if repeat else None, resume=resume,
                               overrides=parse_assignments(set), provider_options=options,
                               build=build, source=source))
     unfinished = [r for r in runs if r.metadata["status"] != "complete"]

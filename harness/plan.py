@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import REPO_ROOT, SCHEMA_VERSION
 from .catalogue import Paper, load_system, load_yaml, scale_of
-from .config import from_environment, harness_defaults, resolve
+from .config import check, declarations, from_environment, harness_defaults, resolve
 
 #: Keys of catalogue mappings that annotate a value rather than set a parameter.
 ANNOTATIONS = ("note", "citation", "citations")
@@ -81,22 +81,32 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
     ``overrides`` are the command line's ``--set`` values and ``repeat`` its
     ``--repeat``; ``environ`` defaults to the process environment. A command-line
     or environment value for a swept parameter replaces the sweep by that value.
+    Every value is checked against ``harness/parameters.yaml`` (ParameterError).
     """
     root = root or REPO_ROOT
+    declared = declarations()
+    in_file = f"papers/{paper.id}.yaml, experiment {experiment['id']}"
     overrides = dict(overrides or {})
     settings = _settings(scale_of(experiment, scale))
     scale_repetitions = settings.pop("repetitions", 1)
-    repetitions = int(repeat or scale_repetitions)
+    check("repetitions", scale_repetitions, f"{in_file}, scale {scale}", declared)
+    if repeat is not None:
+        check("repetitions", repeat, "--repeat on the command line", declared)
+    repetitions = repeat or scale_repetitions
     params = experiment.get("parameters") or {}
     sweep = dict(settings.pop("sweep", None) or params.get("sweep") or {})
     workload = _settings(experiment.get("workload"))
     workload_name = workload.pop("name", None)
 
-    environment = from_environment(environ)
+    environment = from_environment(environ, declared)
+    sweep_sources = dict.fromkeys(sweep, in_file)
     for name in list(sweep):
-        for layer in (environment, overrides):
+        for source, layer in (("environment", environment), ("cli", overrides)):
             if name in layer:
-                sweep[name] = [layer[name]]
+                sweep[name], sweep_sources[name] = [layer[name]], source
+    for name, values in sweep.items():
+        for value in values if isinstance(values, list) else [values]:
+            check(name, value, sweep_sources[name], declared)
     experiment_layer = {**({"workload": workload_name} if workload_name else {}), **workload,
                         **_settings(params.get("fixed")), **settings}
     base, base_sources = resolve({
@@ -106,6 +116,9 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
         "environment": {k: v for k, v in environment.items() if k not in sweep},
         "cli": {k: v for k, v in overrides.items() if k not in sweep},
     })
+    named = {"experiment": in_file, "system": f"workloads/{workload_name}/workload.yaml"}
+    for name in sorted(base):
+        check(name, base[name], named.get(base_sources[name], base_sources[name]), declared)
 
     variants, not_runnable = {}, {}
     for v in experiment.get("variants") or []:

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections import Counter
 
 from . import REPO_ROOT
 from .errors import HarnessError
@@ -97,6 +98,26 @@ def go_test_counts(json_lines: str) -> tuple[int, int]:
     return passed, failed
 
 
+def go_test_skips(json_lines: str) -> Counter:
+    """Skipped Go tests by reason (the last line the test logged before ``t.Skip``) from ``go test -json``."""
+    last, skips = {}, Counter()
+    for line in json_lines.splitlines():
+        event = json.loads(line) if line.startswith("{") else {}
+        test = (event.get("Package"), event.get("Test"))
+        if event.get("Action") == "output" and event.get("Test"):
+            text = event.get("Output", "").strip()
+            if text and not text.startswith(("=== ", "--- ")):
+                last[test] = re.sub(r"^\S+\.go:\d+: ", "", text)
+        elif event.get("Action") == "skip" and event.get("Test"):
+            skips[last.get(test, "no reason given")] += 1
+    return skips
+
+
+def pytest_skips(junit_xml: str) -> Counter:
+    """Skipped pytest tests by reason, from a pytest JUnit XML report."""
+    return Counter(s.get("message") or "no reason given" for s in ET.fromstring(junit_xml).iter("skipped"))
+
+
 def pytest_counts(junit_xml: str) -> tuple[int, int]:
     """Passed and failed counts from a pytest JUnit XML report (errors count as failures)."""
     root = ET.fromstring(junit_xml)
@@ -108,12 +129,15 @@ def pytest_counts(junit_xml: str) -> tuple[int, int]:
 
 
 def test() -> int:
-    """``go vet``, ``go test ./...`` and pytest over ``tests/``; print ``N passed, N failed``.
+    """``go vet``, ``go test ./...`` and pytest over ``tests/``; print ``N passed, N failed, N skipped``.
 
+    Before that line, every reason for a skip with how many tests it skipped
+    (e.g. a clone without ``../shared`` skips the tests of the seed texts).
     Returns the number of failures (a failing ``go vet`` counts as one).
     """
     ensure_go_bin_on_path()
     passed = failed = 0
+    skips = Counter()
     build_dir = REPO_ROOT / "build"
     build_dir.mkdir(exist_ok=True)
     print("$ go vet ./...", flush=True)
@@ -128,6 +152,7 @@ def test() -> int:
     sys.stderr.write(go.stderr)
     p, f = go_test_counts(go.stdout)
     passed, failed = passed + p, failed + max(f, int(go.returncode != 0))
+    skips += go_test_skips(go.stdout)
     junit = build_dir / "pytest.xml"
     junit.unlink(missing_ok=True)
     print("$ pytest tests/", flush=True)
@@ -136,7 +161,12 @@ def test() -> int:
     if junit.exists():
         p, f = pytest_counts(junit.read_text(encoding="utf-8"))
         passed, failed = passed + p, failed + f
+        skips += pytest_skips(junit.read_text(encoding="utf-8"))
     else:
         failed += 1
-    print(f"{passed} passed, {failed} failed", flush=True)
+    if skips:
+        print(f"skipped {sum(skips.values())} test(s):")
+        for reason, n in sorted(skips.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"  {n:4d}  {reason}")
+    print(f"{passed} passed, {failed} failed, {sum(skips.values())} skipped", flush=True)
     return failed
