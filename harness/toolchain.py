@@ -21,7 +21,9 @@ from .tools import ensure_go_bin_on_path, require_tool
 APT_PACKAGES = ["protobuf-compiler", "libprotobuf-dev", "prometheus", "prometheus-node-exporter",
                 "openssh-server", "openssh-client", "iproute2", "util-linux", "curl",
                 # the system Python that Ansible runs modules with on netns hosts, and the tests' bin/ double, read YAML
-                "python3-yaml"]
+                "python3-yaml",
+                # the BFT-SMaRt ordering service's Java nodes and frontends, built with Ant (systems/bftsmart-orderer)
+                "openjdk-17-jdk-headless", "ant"]
 # Installed from Debian only when the command is absent: on machines whose
 # Node.js comes from another source, npm ships inside that nodejs package and
 # Debian's npm would conflict with it.

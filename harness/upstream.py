@@ -17,7 +17,8 @@ The steps, each recorded in the build's ``build.json``:
    also build on another system's recipe, ``base``, and copy paths from
    another system's pinned tree, ``graft``).
 3. **build**: ``go build`` of each target in GOPATH mode, and each chaincode
-   in the same GOPATH.
+   in the same GOPATH; then each Java ``component`` (another repository at
+   its own pin) with Ant, kept under ``components/<name>/``.
 
 A build is kept under ``build/upstream/<system>/<key>/`` where the key hashes
 the commit, the patches, the toolchain and the chaincode sources: a second
@@ -186,6 +187,10 @@ def snapshot_archive(recipe: dict, directory: Path | None = None) -> tuple[Path,
 def source_available(recipe: dict, source: str = "auto") -> str | None:
     """Why no source of ``recipe`` can be had with ``source`` (None if one can)."""
     choose("upstream source", source, SOURCES)
+    for name, component in (recipe.get("components") or {}).items():
+        why = source_available({**component, "system": f"{recipe['system']}/{name}"}, source)
+        if why:
+            return f"component {name}: {why}"
     if source in ("auto", "snapshot") and snapshot_archive(recipe):
         return None
     if source == "snapshot":
@@ -270,7 +275,7 @@ class Build:
     def provenance(self) -> dict:
         """What a run's metadata records about this build."""
         keys = ("system", "repository", "ref", "commit", "built_commit", "key", "source", "patches", "toolchain",
-                "flavours", "base", "grafts")
+                "flavours", "base", "grafts", "components")
         return {"kind": "upstream", "path": str(self.path), **{k: self.info[k] for k in keys if k in self.info}}
 
 
@@ -294,6 +299,8 @@ def build_key(recipe: dict, patches: list[Patch], toolchain_version: str, flavou
            "targets": recipe.get("targets"),
            "chaincodes": {name: {**cc, "digest": _tree_digest(REPO_ROOT / cc["source"])}
                           for name, cc in sorted((recipe.get("chaincodes") or {}).items())}}
+    if recipe.get("components"):  # absent otherwise, so that Go-only builds keep their keys
+        doc["components"] = recipe["components"]
     if flavours:  # absent otherwise, so that builds without flavours keep their keys
         doc["flavours"] = [{k: f[k] for k in ("name", "base", "graft", "targets") if k in f} for f in flavours]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
@@ -321,6 +328,8 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
     chaincodes = {**(recipe.get("chaincodes") or {}), **(own.get("chaincodes") or {})}
     recipe = {**recipe, "targets": targets, "chaincodes": chaincodes}
     version = go_version()
+    if recipe.get("components"):
+        version += "; " + java_version()
     key = build_key(recipe, patches, version, flavours)
     final = Path(builds) / system / key
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -357,6 +366,7 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
                 shutil.copytree(REPO_ROOT / cc["source"], src, ignore=shutil.ignore_patterns("go.mod", "go.sum"))
                 log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name}")
                 _go_build(env, src, ".", work / "bin" / name, [])
+            components = _build_components(recipe, work / "components", source, log)
             info = {"schema_version": SCHEMA_VERSION, "system": system, "repository": recipe["repository"],
                     "ref": recipe.get("ref"), "commit": recipe["commit"], "built_commit": fetched["commit"],
                     "key": key, "source": fetched, "patches": [p.to_dict() for p in patches],
@@ -365,6 +375,8 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
                     "modules": modules, "targets": targets, "chaincodes": chaincodes,
                     "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "build_seconds": round(time.monotonic() - started, 1)}
+            if components:
+                info["components"] = components
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)  # a failed build leaves nothing behind
             raise
@@ -395,6 +407,44 @@ def _graft(graft: dict, tree: Path, work: Path, source: str, systems_dir: Path, 
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest)
     shutil.rmtree(where)
     return {"from": graft["from"], "commit": fetched["commit"], "paths": graft["paths"]}
+
+
+def java_version() -> str:
+    """The JDK and Ant that build a recipe's Java components."""
+    require_tool("java")
+    require_tool("ant")
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
+    return f"{java[0] if java else 'java ?'}; {_run(['ant', '-version'], 'ant -version').strip()}"
+
+
+def _build_components(recipe: dict, root: Path, source: str, log) -> dict:
+    """Fetch and build each of the recipe's ``components`` (Java trees built with Ant) under ``root/<name>``.
+
+    A system whose published code spans several repositories (BFT-SMaRt's
+    ordering nodes beside the Fabric fork that fronts them) keeps each at its
+    own pin; the whole built tree stays, since Java runs from it (jars, lib/, config/).
+    """
+    out = {}
+    for name, component in (recipe.get("components") or {}).items():
+        tree = root / name
+        log(f"upstream {recipe['system']}: fetching component {name}: {component['repository']} "
+            f"@ {component['commit'][:12]} ({source})")
+        fetched = fetch_source({**component, "system": f"{recipe['system']}/{name}"}, tree, source)
+        spec = component["build"]
+        for rel in spec.get("remove") or []:  # shipped binaries the build must not fall back on
+            target = tree / rel
+            if not target.is_file():
+                raise HarnessError(f"component {name}: build.remove names {rel}, which the tree does not hold")
+            target.unlink()
+        log(f"upstream {recipe['system']}: ant {spec['target']} in component {name}")
+        _run(["ant", "-noinput", "-quiet", spec["target"]], f"ant {spec['target']} ({name})", cwd=tree)
+        missing = [rel for rel in spec["outputs"] if not (tree / rel).exists()]
+        if missing:
+            raise HarnessError(f"component {name}: ant {spec['target']} did not make {', '.join(missing)}")
+        out[name] = {"repository": component["repository"], "ref": component.get("ref"),
+                     "commit": component["commit"], "built_commit": fetched["commit"], "source": fetched,
+                     "build": spec, "path": str(tree.relative_to(root.parent))}
+    return out
 
 
 _GO_ENV_KEYS = ("GOPATH", "GO111MODULE", "GOFLAGS", "CGO_ENABLED")
