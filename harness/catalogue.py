@@ -138,7 +138,8 @@ def validate_catalogue(doc: dict, file: Path, papers_dir: Path) -> list[str]:
     if full.exists():
         errors += [e for e in schema_errors(doc, _load_schema(full), file) if e not in errors]
     if not errors:
-        errors = reference_errors(doc, file)
+        from .analyze import trivial_bound_problems  # the scoring rules live with the scoring
+        errors = reference_errors(doc, file) + [f"{_rel(file)}: {e}" for e in trivial_bound_problems(doc)]
     return errors
 
 

@@ -117,6 +117,8 @@ def value_problems(doc: dict) -> list[str]:
                 stated = [1 + n / 100 for n in stated]
             elif transform == "percent_decrease":
                 stated = [1 - n / 100 for n in stated]
+            elif transform == "ratio" and len(stated) >= 2:
+                stated = [stated[0] / stated[-1]]
             lo, hi = (min(stated), max(stated)) if stated else (None, None)
             if lo is None:
                 out.append(f"{where}: expected_text {text!r} states no number")
