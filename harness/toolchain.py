@@ -23,7 +23,12 @@ APT_PACKAGES = ["protobuf-compiler", "libprotobuf-dev", "prometheus", "prometheu
                 # the system Python that Ansible runs modules with on netns hosts, and the tests' bin/ double, read YAML
                 "python3-yaml",
                 # the BFT-SMaRt ordering service's Java nodes and frontends, built with Ant (systems/bftsmart-orderer)
-                "openjdk-17-jdk-headless", "ant"]
+                "openjdk-17-jdk-headless", "ant",
+                # Fabric v0.6.1's state database, RocksDB, and its compression libraries (systems/fujitsu-api)
+                "librocksdb-dev", "libsnappy-dev", "liblz4-dev", "libzstd-dev", "libbz2-dev", "zlib1g-dev",
+                # Apache CouchDB 3.3.3 built from source (systems/couchdb): Erlang 25, SpiderMonkey 78, ICU
+                "erlang-nox", "erlang-dev", "erlang-reltool", "erlang-eunit", "erlang-src", "libmozjs-78-dev",
+                "libicu-dev"]
 # Installed from Debian only when the command is absent: on machines whose
 # Node.js comes from another source, npm ships inside that nodejs package and
 # Debian's npm would conflict with it.

@@ -326,6 +326,8 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
     for flavour in flavours:
         targets.update(flavour.get("targets") or {})
     chaincodes = {**(recipe.get("chaincodes") or {}), **(own.get("chaincodes") or {})}
+    for flavour in flavours:  # chaincode that needs the flavour's patches (e.g. a new shim API)
+        chaincodes.update(flavour.get("chaincodes") or {})
     recipe = {**recipe, "targets": targets, "chaincodes": chaincodes}
     version = go_version()
     if recipe.get("components"):
