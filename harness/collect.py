@@ -39,8 +39,10 @@ TABLES = {
     "deliveries": {"columns": ["block_number", "arrival_ns", "tx_count", "valid_count", "bytes"],
                    "rename": {"bytes": "size_bytes"}},
     "txs": {"columns": ["tx_id", "scheduled_ns", "submitted_ns", "acked_ns", "status"], "rename": {}},
+    # block watcher --txs-out: each delivered transaction's ID and validation code
+    "block_txs": {"columns": ["block_number", "tx_index", "tx_id", "validation_code"], "rename": {}},
 }
-_STRINGS = {"tx_id", "status"}
+_STRINGS = {"tx_id", "status", "validation_code"}
 META_VERSION = b"fabricrepro.schema_version"
 META_TABLE = b"fabricrepro.table"
 
@@ -100,7 +102,7 @@ def load_point(point_dir: Path) -> dict[str, pd.DataFrame]:
 
 
 #: Tables with a ``block_number`` column, cut to the measured window.
-BLOCK_TABLES = ("blocks", "deliveries")
+BLOCK_TABLES = ("blocks", "deliveries", "block_txs")
 
 
 def measured_window(point_dir: Path) -> dict | None:

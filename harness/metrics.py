@@ -81,18 +81,28 @@ def valid_fraction(blocks: pd.DataFrame) -> float:
     return float(b["valid_count"].sum() / total) if total else math.nan
 
 
-def tx_commit_times(txs: pd.DataFrame, deliveries: pd.DataFrame) -> pd.DataFrame:
+def tx_commit_times(txs: pd.DataFrame, deliveries: pd.DataFrame,
+                    block_txs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Match each acknowledged transaction to the block that carried it.
 
-    The block watcher's records carry no transaction ids, so transactions are
-    matched by position: acknowledged transactions in acknowledgement order fill
-    the delivered data blocks in block order, ``tx_count`` at a time. This holds
-    for one load generator whose envelopes the orderer acknowledges in the order
-    it orders them (the end-to-end setup of FastFabric). Returns the
-    acknowledged transactions with a ``commit_ns`` column (the block's arrival
-    at the watcher); transactions beyond the delivered blocks are dropped.
+    With the block watcher's ``block_txs`` (each delivered transaction's ID
+    and validation code) transactions are matched by ID, and only those the
+    peer marked VALID count: an invalidated or never-delivered transaction has
+    no commit time. Runs stored before the watcher recorded IDs have no
+    ``block_txs``; for them transactions are matched by position: acknowledged
+    transactions in acknowledgement order fill the delivered data blocks in
+    block order, ``tx_count`` at a time (exact only for one load generator
+    whose envelopes the orderer acknowledges in the order it orders them).
+    Returns the acknowledged transactions with a ``commit_ns`` column (the
+    block's arrival at the watcher).
     """
     acked = txs[txs["status"] == "SUCCESS"].sort_values(["acked_ns", "tx_id"]).reset_index(drop=True)
+    if block_txs is not None and len(block_txs):
+        valid = block_txs.loc[block_txs["validation_code"] == "VALID", ["tx_id", "block_number"]]
+        arrival = deliveries[["block_number", "arrival_ns"]].drop_duplicates("block_number")
+        out = acked.merge(valid, on="tx_id").merge(arrival, on="block_number")
+        out = out.rename(columns={"arrival_ns": "commit_ns"}).drop(columns="block_number")
+        return out.sort_values(["acked_ns", "tx_id"]).reset_index(drop=True)
     blocks = data_blocks(deliveries)
     commit = blocks["arrival_ns"].repeat(blocks["tx_count"].astype(int)).reset_index(drop=True)
     n = min(len(acked), len(commit))
@@ -101,13 +111,13 @@ def tx_commit_times(txs: pd.DataFrame, deliveries: pd.DataFrame) -> pd.DataFrame
     return out
 
 
-def tx_latency_ms(txs: pd.DataFrame, deliveries: pd.DataFrame) -> pd.Series:
+def tx_latency_ms(txs: pd.DataFrame, deliveries: pd.DataFrame, block_txs: pd.DataFrame | None = None) -> pd.Series:
     """Per-transaction end-to-end latency (ms): from its scheduled send time to its commit.
 
     Measured from the schedule, not the actual send, so that time spent queued
     behind a slow system is counted (no coordinated omission).
     """
-    t = tx_commit_times(txs, deliveries)
+    t = tx_commit_times(txs, deliveries, block_txs)
     return (t["commit_ns"] - t["scheduled_ns"]) / NS_PER_MS
 
 
@@ -139,6 +149,8 @@ class Metric:
     tables: tuple[str, ...]
     compute: Callable[..., float]
     description: str
+    #: tables passed by name when the point has them (the watcher's block_txs)
+    optional: tuple[str, ...] = ()
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
@@ -151,11 +163,11 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
            "mean per-block time from entering the committer to commit"),
     Metric("valid_fraction", "1", ("blocks",), valid_fraction, "share of valid transactions"),
     Metric("tx_latency_p50_ms", "ms", ("txs", "deliveries"),
-           lambda txs, deliveries: percentile(tx_latency_ms(txs, deliveries), 50),
-           "median scheduled-to-commit transaction latency"),
+           lambda txs, deliveries, block_txs=None: percentile(tx_latency_ms(txs, deliveries, block_txs), 50),
+           "median scheduled-to-commit latency of valid transactions", optional=("block_txs",)),
     Metric("tx_latency_p99_ms", "ms", ("txs", "deliveries"),
-           lambda txs, deliveries: percentile(tx_latency_ms(txs, deliveries), 99),
-           "99th percentile scheduled-to-commit transaction latency"),
+           lambda txs, deliveries, block_txs=None: percentile(tx_latency_ms(txs, deliveries, block_txs), 99),
+           "99th percentile scheduled-to-commit latency of valid transactions", optional=("block_txs",)),
     Metric("loadgen_max_lag_ms", "ms", ("txs",), lambda txs: float(loadgen_lag_ms(txs).max()),
            "largest lag of the load generator behind its schedule"),
     Metric("loadgen_p99_lag_ms", "ms", ("txs",), lambda txs: percentile(loadgen_lag_ms(txs), 99),
@@ -173,5 +185,6 @@ def compute_all(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     out = {}
     for m in METRICS.values():
         if all(t in tables and len(tables[t]) for t in m.tables):
-            out[m.name] = m.compute(*(tables[t] for t in m.tables))
+            out[m.name] = m.compute(*(tables[t] for t in m.tables),
+                                    **{t: tables[t] for t in m.optional if t in tables and len(tables[t])})
     return out

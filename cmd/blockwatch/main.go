@@ -8,7 +8,15 @@
 //
 //	block_number,arrival_ns,tx_count,valid_count,bytes
 //
-// flushed after every block. A gap in block numbers or a broken stream is
+// flushed after every block. With --txs-out it also writes one row per
+// transaction of every block (docs/interfaces.md):
+//
+//	block_number,tx_index,tx_id,validation_code
+//
+// (validation_code is the peer's TxValidationCode name, e.g. VALID or
+// MVCC_READ_CONFLICT; blocks from an orderer carry no flags and count as
+// VALID), so that end-to-end latency is matched by transaction ID and
+// invalid transactions are excluded by their code. A gap in block numbers or a broken stream is
 // re-requested from the expected block; no block is skipped. It exits 0 after
 // block stopAfter, 3 when --timeout expires first (the file keeps what
 // arrived), 2 on a bad configuration and 1 on other errors.
@@ -33,6 +41,8 @@ import (
 	"fabricrepro/internal/deliverclient"
 	"fabricrepro/internal/msp"
 	cb "fabricrepro/internal/protos/common"
+	pb "fabricrepro/internal/protos/peer"
+	"fabricrepro/internal/protoutil"
 )
 
 // Config is blockwatch.yaml.
@@ -61,6 +71,7 @@ func main() { os.Exit(run()) }
 func run() int {
 	cfgPath := flag.String("config", "blockwatch.yaml", "configuration file")
 	out := flag.String("out", "blocks.csv", "CSV output file")
+	txsOut := flag.String("txs-out", "", "CSV of every block's transaction IDs and validation codes (optional)")
 	timeout := flag.Duration("timeout", 0, "give up after this long (exit 3); 0 = no limit")
 	flag.Parse()
 
@@ -108,6 +119,17 @@ func run() int {
 	defer f.Close()
 	w := bufio.NewWriter(f)
 	defer w.Flush()
+	var txw *bufio.Writer
+	if *txsOut != "" {
+		tf, err := os.Create(*txsOut)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "blockwatch:", err)
+			return 1
+		}
+		defer tf.Close()
+		txw = bufio.NewWriter(tf)
+		defer txw.Flush()
+	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
@@ -116,7 +138,7 @@ func run() int {
 		ctx, c = context.WithTimeout(ctx, *timeout)
 		defer c()
 	}
-	n, err := watch(ctx, src, cfg.StartBlock, stop, cfg.Retry, w)
+	n, err := watch(ctx, src, cfg.StartBlock, stop, cfg.Retry, w, txw)
 	if ferr := w.Flush(); ferr != nil && err == nil {
 		err = ferr
 	}
@@ -164,10 +186,19 @@ func (c *Config) check() error {
 // Header is the CSV header of docs/interfaces.md.
 const Header = "block_number,arrival_ns,tx_count,valid_count,bytes"
 
-// watch records blocks start..stop to w and returns how many it recorded.
-func watch(ctx context.Context, src deliverclient.Source, start, stop uint64, retry time.Duration, w *bufio.Writer) (int, error) {
+// TxHeader is the CSV header of --txs-out (docs/interfaces.md).
+const TxHeader = "block_number,tx_index,tx_id,validation_code"
+
+// watch records blocks start..stop to w (and, if txw is not nil, their
+// transactions to txw) and returns how many blocks it recorded.
+func watch(ctx context.Context, src deliverclient.Source, start, stop uint64, retry time.Duration, w, txw *bufio.Writer) (int, error) {
 	if _, err := fmt.Fprintln(w, Header); err != nil {
 		return 0, err
+	}
+	if txw != nil {
+		if _, err := fmt.Fprintln(txw, TxHeader); err != nil {
+			return 0, err
+		}
 	}
 	n := 0
 	err := deliverclient.Watch(ctx, src, deliverclient.Options{
@@ -181,10 +212,46 @@ func watch(ctx context.Context, src deliverclient.Source, start, stop uint64, re
 		if b.Data != nil {
 			txs = len(b.Data.Data)
 		}
+		if txw != nil {
+			// transactions first: a block row means its transactions are on disk
+			if err := writeTxs(txw, b); err != nil {
+				return err
+			}
+		}
 		if _, err := fmt.Fprintf(w, "%d,%d,%d,%d,%d\n", b.Header.Number, arrival.UnixNano(), txs, deliverclient.ValidCount(b), proto.Size(b)); err != nil {
 			return err
 		}
 		return w.Flush()
 	})
 	return n, err
+}
+
+// writeTxs writes one row per transaction of b: its ID (from the envelope's
+// channel header; empty if the envelope does not decode) and its validation
+// code (VALID where the block carries no flags, as deliverclient.ValidCount).
+func writeTxs(txw *bufio.Writer, b *cb.Block) error {
+	if b.Data == nil {
+		return nil
+	}
+	var filter []byte
+	if b.Metadata != nil && len(b.Metadata.Metadata) > int(cb.BlockMetadataIndex_TRANSACTIONS_FILTER) {
+		filter = b.Metadata.Metadata[cb.BlockMetadataIndex_TRANSACTIONS_FILTER]
+	}
+	for i, raw := range b.Data.Data {
+		id := ""
+		env := &cb.Envelope{}
+		if proto.Unmarshal(raw, env) == nil {
+			if _, chdr, _, err := protoutil.UnmarshalPayload(env); err == nil {
+				id = chdr.TxId
+			}
+		}
+		code := pb.TxValidationCode_VALID
+		if i < len(filter) {
+			code = pb.TxValidationCode(filter[i])
+		}
+		if _, err := fmt.Fprintf(txw, "%d,%d,%s,%s\n", b.Header.Number, i, id, code); err != nil {
+			return err
+		}
+	}
+	return txw.Flush()
 }

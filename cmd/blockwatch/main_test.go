@@ -13,7 +13,10 @@ import (
 	"fabricrepro/internal/config"
 	"fabricrepro/internal/deliverclient"
 	cb "fabricrepro/internal/protos/common"
+	pb "fabricrepro/internal/protos/peer"
 	"fabricrepro/internal/protoutil"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // gappySource is a TEST DOUBLE for a peer's Deliver service: its first
@@ -46,7 +49,7 @@ func (f streamFunc) Recv() (*cb.Block, error) { return f() }
 func TestWatchWritesEveryBlockOnce(t *testing.T) {
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
-	n, err := watch(context.Background(), &gappySource{}, 1, 4, time.Millisecond, w)
+	n, err := watch(context.Background(), &gappySource{}, 1, 4, time.Millisecond, w, nil)
 	if err != nil || n != 4 {
 		t.Fatalf("n=%d err=%v", n, err)
 	}
@@ -67,7 +70,7 @@ func TestWatchTimeoutKeepsRows(t *testing.T) {
 	w := bufio.NewWriter(&buf)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	n, err := watch(ctx, &gappySource{}, 1, 1000, time.Millisecond, w)
+	n, err := watch(ctx, &gappySource{}, 1, 1000, time.Millisecond, w, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || n == 0 {
 		t.Fatalf("n=%d err=%v", n, err)
 	}
@@ -102,5 +105,59 @@ func TestChannelOfFabricChannelBlock(t *testing.T) {
 	cfg.Channel = "other"
 	if ch, _ := cfg.channel(); ch != "other" {
 		t.Fatalf("channel %q: the configured channel comes first", ch)
+	}
+}
+
+// envelope is a transaction envelope whose channel header carries txID.
+func envelope(t *testing.T, txID string) []byte {
+	t.Helper()
+	chdr, err := proto.Marshal(&cb.ChannelHeader{Type: int32(cb.HeaderType_ENDORSER_TRANSACTION), ChannelId: "c", TxId: txID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := proto.Marshal(&cb.Payload{Header: &cb.Header{ChannelHeader: chdr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := proto.Marshal(&cb.Envelope{Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// txSource is a TEST DOUBLE of a peer serving one block of three
+// transactions, the second invalidated by an MVCC conflict.
+type txSource struct{ env [][]byte }
+
+func (s txSource) Open(_ context.Context, start uint64) (deliverclient.Stream, error) {
+	sent := false
+	return streamFunc(func() (*cb.Block, error) {
+		if sent {
+			return nil, io.EOF
+		}
+		sent = true
+		b := protoutil.NewBlock(start, nil)
+		b.Data.Data = s.env
+		b.Metadata.Metadata[cb.BlockMetadataIndex_TRANSACTIONS_FILTER] = []byte{
+			byte(pb.TxValidationCode_VALID), byte(pb.TxValidationCode_MVCC_READ_CONFLICT), byte(pb.TxValidationCode_VALID)}
+		return b, nil
+	}), nil
+}
+
+func TestWatchRecordsEachTransactionIDAndCode(t *testing.T) {
+	var blocks, txs bytes.Buffer
+	w, txw := bufio.NewWriter(&blocks), bufio.NewWriter(&txs)
+	src := txSource{env: [][]byte{envelope(t, "tx-a"), envelope(t, "tx-b"), {0xff, 0x01}}}
+	if n, err := watch(context.Background(), src, 7, 7, time.Millisecond, w, txw); err != nil || n != 1 {
+		t.Fatalf("n=%d err=%v", n, err)
+	}
+	want := TxHeader + "\n7,0,tx-a,VALID\n7,1,tx-b,MVCC_READ_CONFLICT\n7,2,,VALID\n"
+	if txs.String() != want {
+		t.Fatalf("txs csv:\n%s\nwant:\n%s", txs.String(), want)
+	}
+	if rows := strings.Split(strings.TrimSpace(blocks.String()), "\n"); len(rows) != 2 || rows[0] != Header ||
+		!strings.HasPrefix(rows[1], "7,") || strings.Split(rows[1], ",")[2] != "3" || strings.Split(rows[1], ",")[3] != "2" {
+		t.Fatalf("the block CSV keeps its columns: %q", blocks.String())
 	}
 }

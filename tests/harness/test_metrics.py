@@ -17,7 +17,7 @@ EXPECTED = json.loads((GOLDEN / "expected.json").read_text())
 
 @pytest.fixture(scope="module")
 def tables():
-    return {t: read_csv(GOLDEN / f"{t}.csv", t) for t in ("blocks", "deliveries", "txs")}
+    return {t: read_csv(GOLDEN / f"{t}.csv", t) for t in ("blocks", "deliveries", "txs", "block_txs")}
 
 
 @pytest.mark.parametrize("name", sorted(metrics.METRICS))
@@ -39,7 +39,8 @@ def test_throughput_needs_two_blocks(tables):
     assert math.isnan(metrics.commit_throughput_tps(tables["blocks"].head(2)))
 
 
-def test_transactions_are_matched_to_blocks_in_ack_order(tables):
+def test_without_block_txs_transactions_are_matched_to_blocks_in_ack_order(tables):
+    """Runs stored before the watcher recorded transaction IDs."""
     matched = metrics.tx_commit_times(tables["txs"], tables["deliveries"])
     assert list(matched["tx_id"]) == ["a", "b", "c", "d"]
     assert list(matched["commit_ns"]) == [1_020_000_000] * 2 + [1_040_000_000] * 2
@@ -59,3 +60,16 @@ def test_measured_window_drops_setup_blocks(tables, tmp_path):
     assert (cut["blocks"]["block_number"] >= first).all() and len(cut["blocks"]) == len(tables["blocks"]) - 2
     assert (cut["deliveries"]["block_number"] >= first).all()
     assert len(cut["txs"]) == len(tables["txs"])
+
+
+def test_transactions_are_matched_by_id_and_invalid_ones_excluded(tables):
+    """The watcher's block_txs: a and d rode block 1, b and c block 2 (not ack order); an invalidated tx has no commit."""
+    matched = metrics.tx_commit_times(tables["txs"], tables["deliveries"], tables["block_txs"])
+    assert dict(zip(matched["tx_id"], matched["commit_ns"])) == {
+        "a": 1_020_000_000, "d": 1_020_000_000, "b": 1_040_000_000, "c": 1_040_000_000}
+    invalid = tables["block_txs"].copy()
+    invalid.loc[invalid["tx_id"] == "c", "validation_code"] = "MVCC_READ_CONFLICT"
+    matched = metrics.tx_commit_times(tables["txs"], tables["deliveries"], invalid)
+    assert sorted(matched["tx_id"]) == ["a", "b", "d"]
+    assert metrics.compute_all({**tables, "block_txs": invalid})["tx_latency_p99_ms"] == pytest.approx(
+        20 + 0.98 * (39 - 20))

@@ -18,7 +18,7 @@ import yaml
 name = os.path.basename(sys.argv[0])
 ap = argparse.ArgumentParser()
 for flag in ("config", "out", "crypto", "channel", "timeout", "batch-size", "batch-timeout",
-             "preferred-max-bytes", "absolute-max-bytes", "orderer-orgs", "peer-orgs", "peers", "clients", "phase"):
+             "preferred-max-bytes", "absolute-max-bytes", "orderer-orgs", "peer-orgs", "peers", "clients", "phase", "txs-out"):
     ap.add_argument("--" + flag)
 args = ap.parse_args()
 cfg = yaml.safe_load(open(args.config)) or {} if args.config else {}
@@ -71,6 +71,9 @@ elif name == "blockwatch":
         f.write("block_number,arrival_ns,tx_count,valid_count,bytes\n")
         for b, n in enumerate(sizes, start=cfg.get("startBlock", 1)):
             f.write(f"{b},{1_000_000_000 + b * 50_000_000},{n},{n},300000\n")
+    if args.txs_out:  # the IDs of the fake load generator's transactions are not known here: header only
+        with open(args.txs_out, "w") as f:
+            f.write("block_number,tx_index,tx_id,validation_code\n")
 elif name == "loadgen":
     # --phase setup: the deploy and the account creations; transfer: the workload.
     setup = (args.phase or cfg.get("phase")) == "setup"
