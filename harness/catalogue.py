@@ -124,7 +124,9 @@ def reference_errors(doc: dict, file: Path) -> list[str]:
                                   f"{sorted(variants_of[other])}, got {operand['variant']!r}")
             if claim.get("compare") == "ratio" and not claim.get("denominator"):
                 errors.append(f"{where}.claims[{j}].denominator: expected an object for a ratio claim")
-        sweep = ((exp.get("parameters") or {}).get("sweep")) or {}
+        sweep = dict(((exp.get("parameters") or {}).get("sweep")) or {})
+        for scale in (exp.get("scales") or {}).values():  # a scale may sweep what the text leaves open
+            sweep.update((scale or {}).get("sweep") or {})
         x = (exp.get("axes") or {}).get("x")
         if exp.get("runnable") and x not in (None, "variant") and x not in sweep:
             errors.append(f"{where}.axes.x: expected 'variant' or a swept parameter {sorted(sweep)}, got {x!r}")

@@ -69,9 +69,15 @@ PHASES = ("vscc", "mvcc", "block_commit", "state_commit", "history_commit")
 
 
 def mean_phase_ms(blocks: pd.DataFrame, phase: str) -> float:
-    """Mean time per data block spent in one commit phase (``<phase>_ns`` column), in ms; NaN without blocks."""
+    """Mean time per data block spent in one commit phase (``<phase>_ns`` column), in ms.
+
+    NaN without blocks, or when the driver does not time that phase apart
+    (it writes -1, e.g. FastFabric's peer benchmark times MVCC and the state
+    and history commits as one).
+    """
     b = data_blocks(blocks)
-    return float(b[f"{phase}_ns"].mean() / NS_PER_MS) if len(b) else math.nan
+    times = b[f"{phase}_ns"][b[f"{phase}_ns"] >= 0]
+    return float(times.mean() / NS_PER_MS) if len(times) else math.nan
 
 
 def valid_fraction(blocks: pd.DataFrame) -> float:

@@ -79,7 +79,14 @@ def role_variables(point: Point) -> dict:
             "loadgen_payload_bytes": payload, "loadgen_seed": seed,
             "loadgen_streams": int(_param(point, "loadgen_streams")), "loadgen_timeout_s": timeout,
             "blockwatch_stop_after": 1 + accounts + transactions, "blockwatch_timeout_s": timeout,
-            "fabric_crypto_orderer_type": point.parameters.get("orderer_type", "solo")}
+            "fabric_crypto_orderer_type": point.parameters.get("orderer_type", "solo"),
+            # VSCC goroutines per block (validation-opt's sweep); "" is Fabric's default, the CPU count.
+            "fabric_peer_validator_pool_size": point.parameters.get("vscc_threads", ""),
+            # FastFabric's go-routine counts (Figs. 7, 8), where the experiment sets them.
+            **({"fastfabric_peerbench_pipeline": int(point.parameters["block_pipeline_goroutines"])}
+               if "block_pipeline_goroutines" in point.parameters else {}),
+            **({"fastfabric_peerbench_tx_threads": int(point.parameters["tx_validation_goroutines"])}
+               if "tx_validation_goroutines" in point.parameters else {})}
 
 
 def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,

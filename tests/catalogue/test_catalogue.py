@@ -96,6 +96,8 @@ def test_runnable_set_is_as_planned():
     assert runnable == {
         ("fastfabric", "fig5-peer-block-latency"),
         ("fastfabric", "fig6-peer-throughput"),
+        ("fastfabric", "fig7-parameter-sensitivity"),
+        ("fastfabric", "fig8-block-size"),
         ("fastfabric", "table1-end-to-end"),
     }
 
