@@ -4,7 +4,7 @@ Builds the upstream recipe through ``harness.upstream.build`` (the cache
 under ``build/upstream/`` is shared with the network test and ``reproduce``)
 with each variant's switches, and proves:
 
-* with the switches off the tree is v0.6.1 plus the RocksDB fix only: no DUS
+* with the switches off the tree is v0.6.1 plus the two fixes only: no DUS
   or CR message, no ``stateops`` package, no revised chaincode;
 * with ``diff_update`` and ``compound`` on, the Go tests the patches carry
   pass against the patched tree: every DUS operator and error, the order of
@@ -58,7 +58,8 @@ def _go_test(build, *packages: str) -> str:
 def test_switches_off_build_is_v061_with_the_fix_only():
     build = upstream.build("fujitsu-api", switches={})
     assert build.info["flavours"] == []
-    assert [p["name"] for p in build.info["patches"]] == ["0001-gorocksdb-rocksdb7-c-api.patch"]
+    assert [p["name"] for p in build.info["patches"]] == [
+        "0001-gorocksdb-rocksdb7-c-api.patch", "0002-shim-error-after-error-answer.patch"]
     tree = _tree(build)
     assert not (tree / "core" / "chaincode" / "stateops").exists()
     assert "DIFF_UPDATE_STATE" not in (tree / "protos" / "chaincode.pb.go").read_text()
@@ -69,7 +70,8 @@ def test_revised_api_semantics_against_the_patched_tree():
     build = upstream.build("fujitsu-api", switches=REVISED)
     assert build.info["flavours"] == ["dus", "cr"]
     assert [p["name"] for p in build.info["patches"]] == [
-        "0001-gorocksdb-rocksdb7-c-api.patch", "0101-diffupdate.patch", "0102-compound.patch"]
+        "0001-gorocksdb-rocksdb7-c-api.patch", "0002-shim-error-after-error-answer.patch",
+        "0101-diffupdate.patch", "0102-compound.patch"]
     assert (build.bin_dir / "transfer-revised").is_file()
     out = _go_test(build, "./core/chaincode/stateops", "fabricrepro/chaincode/transfer-revised")
     # The tests that carry the semantics ran (not just compiled) and passed.
