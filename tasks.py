@@ -138,3 +138,21 @@ def validate(c, file=None):
         raise Exit(f"{bad} invalid file(s)", code=1)
     if not results:
         print("no catalogue or system files found", file=sys.stderr)
+
+
+@task(help={
+    "system": "reference (this repository's commits; upstream systems are not tracked yet)",
+    "experiment": "[paper:]experiment, e.g. fig6-peer-throughput",
+    "commits": "A..B (A, then each first-parent commit up to B) or one commit (with --batches)",
+    "repeat": "points per commit (default 5; at least 3)",
+    "scale": "smoke | local | paper",
+    "bisect": "binary-search A..B for the first commit that differs from A",
+    "batches": "measure one commit this many times and report how often the test flags a change (false positives)",
+    "repo": "the repository whose commits are built (default: this one; e.g. a clone with a scratch branch)",
+})
+def regress(c, system, experiment, commits, repeat=5, scale="smoke", bisect=False, batches=1, repo=None):
+    """Track a metric across commits: build each once, run with repetitions, call changes by a stated test."""
+    from harness.regress import main_summary, regress as run
+    doc = _guard(run, system, experiment, commits, repeat=int(repeat), scale=scale, bisect=bisect,
+                 batches=int(batches), repo=repo)
+    print(main_summary(doc))

@@ -1,0 +1,135 @@
+"""invoke regress: the change test, commits and build keys, bisect and the page.
+
+The statistics are checked against exact values and against synthetic samples
+drawn from one distribution (no change may be called on noise) and from two.
+The bisect and page tests run on a scratch git repository whose commits carry
+a made-up "sleep per block"; there ``build`` and ``measure`` are TEST DOUBLES
+(the real ones build Go and run the experiment: the closing note of issue 13
+gives that demonstration), so that the search itself is what is tested.
+"""
+
+import random
+import subprocess
+
+import pytest
+
+from harness import regress as R
+from harness.errors import HarnessError
+
+
+def test_exact_p_values():
+    # completely separated samples of 5 and 5: 2 of the 252 splits are as extreme
+    assert R.mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == (0.0, pytest.approx(2 / 252))
+    assert R.mann_whitney([1, 2, 3], [1, 2, 3])[1] == 1.0
+    # ties share ranks: {1,1,2} vs {2,3,3}
+    u, p = R.mann_whitney([1, 1, 2], [2, 3, 3])
+    assert u == 0.5 and p == pytest.approx(0.2)
+
+
+def test_normal_approximation_for_large_samples():
+    rng = random.Random(3)
+    a = [rng.gauss(0, 1) for _ in range(40)]
+    assert R.mann_whitney(a, [x + 3 for x in a])[1] < 1e-6
+    assert R.mann_whitney(a, list(reversed(a)))[1] == pytest.approx(1.0, abs=0.01)
+
+
+def test_no_change_is_called_on_noise_and_a_20pct_shift_is_found():
+    rng = random.Random(7)
+    draw = lambda centre: [rng.gauss(centre, 0.06 * centre) for _ in range(5)]  # 6% noise, as on shared cores
+    same = [R.compare(draw(1000), draw(1000))["changed"] for _ in range(400)]
+    assert sum(same) / len(same) <= R.ALPHA
+    shifted = [R.compare(draw(1000), draw(800))["changed"] for _ in range(200)]
+    assert sum(shifted) / len(shifted) >= 0.8
+
+
+def test_a_significant_but_small_change_is_not_flagged():
+    out = R.compare([100, 100.5, 101, 101.5, 102], [97, 97.5, 98, 98.5, 99])
+    assert out["p"] < R.ALPHA and not out["changed"]  # 3%: below MIN_CHANGE
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A scratch repository: a baseline, a docs-only commit, the sleep commit, another commit after it."""
+    path = tmp_path / "scratch"
+    path.mkdir()
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True,
+                       env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                            "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"})
+    git("init", "-q")
+    (path / "cmd").mkdir()
+    steps = [("cmd/peer.go", "package main // commit block\n", "baseline"),
+             ("README.md", "docs\n", "docs only"),
+             ("cmd/peer.go", "package main // commit block; sleep 2ms per block\n", "add a sleep per block"),
+             ("cmd/other.go", "package main\n", "unrelated change after it")]
+    for name, text, subject in steps:
+        (path / name).write_text(text)
+        git("add", name)
+        git("commit", "-q", "-m", subject)
+    return path
+
+
+def test_commits_and_build_keys(repo):
+    commits = R.commits_of(repo, "HEAD~3..HEAD")
+    assert [c["subject"] for c in commits] == ["baseline", "docs only", "add a sleep per block",
+                                             "unrelated change after it"]
+    keys = [c["key"] for c in commits]
+    assert keys[0] == keys[1] and len(set(keys)) == 3, "a docs-only commit shares its parent's build"
+    with pytest.raises(HarnessError, match="no commits after"):
+        R.commits_of(repo, "HEAD..HEAD")
+
+
+@pytest.fixture
+def doubles(monkeypatch, repo):
+    """TEST DOUBLES of build and measure: throughput 1000 tx/s with 5% noise, 700 once the sleep is in."""
+    rng = random.Random(11)
+    measured = []
+
+    def build(repo_, commit, root, log=print):
+        return root / commit["key"], 0.0
+
+    def measure(commit, bin_dir, paper, experiment, scale, repeat, store, fresh=False, stream=None):
+        text = subprocess.run(["git", "-C", str(repo), "show", f"{commit['sha']}:cmd/peer.go"], capture_output=True,
+                              text=True, check=True).stdout
+        centre = 700 if "sleep" in text else 1000
+        measured.append(commit["subject"])
+        return {"values": [rng.gauss(centre, 0.05 * centre) for _ in range(repeat)], "runs": [str(store / "run")],
+                "seconds": 0.0, "reused": False}
+
+    monkeypatch.setattr(R, "build", build)
+    monkeypatch.setattr(R, "measure", measure)
+    monkeypatch.setattr(R, "find_experiment", lambda name: ("fastfabric", {"id": "fig6", "metric": "throughput_tps"}))
+    return measured
+
+
+def test_bisect_finds_the_sleep_commit(doubles, repo, tmp_path):
+    doc = R.regress("reference", "fig6", "HEAD~3..HEAD", repeat=5, bisect=True, repo=repo, root=tmp_path / "b",
+                    results=tmp_path / "r", reports=tmp_path / "rep", log=lambda _: None)
+    first = next(c for c in R.commits_of(repo, "HEAD~3..HEAD") if c["subject"] == "add a sleep per block")
+    assert doc["bisect"]["first_changed"] == first["sha"]
+    # the two ends and the sleep commit; the docs-only midpoint shares the baseline's build and sample
+    assert doubles == ["baseline", "unrelated change after it", "add a sleep per block"]
+    page = (tmp_path / "rep" / "reference" / "fig6" / "index.html").read_text()
+    assert first["short"] in page and "Bisect: first changed commit" in page and "data:image/png;base64," in page
+
+
+def test_series_marks_the_change_point_and_nothing_else(doubles, repo, tmp_path):
+    doc = R.regress("reference", "fig6", "HEAD~3..HEAD", repeat=5, repo=repo, root=tmp_path / "b",
+                    results=tmp_path / "r", reports=tmp_path / "rep", log=lambda _: None)
+    subjects = {c["sha"]: c["subject"] for c in doc["commits"]}
+    assert [subjects[s] for s in doc["change_points"]] == ["add a sleep per block"]
+
+
+def test_batches_of_one_commit_report_the_false_positive_rate(doubles, repo, tmp_path):
+    doc = R.regress("reference", "fig6", "HEAD~3", repeat=5, batches=4, repo=repo, root=tmp_path / "b",
+                    results=tmp_path / "r", reports=tmp_path / "rep", log=lambda _: None)
+    assert len(doc["noise_pairs"]) == 6 and doc["false_positive_rate"] == 0.0
+    assert "false-positive rate" in R.main_summary(doc)
+
+
+def test_upstream_systems_and_tiny_samples_are_refused(repo):
+    with pytest.raises(HarnessError, match="only the reference build"):
+        R.regress("fabric-1.2", "fig6", "HEAD~1..HEAD", repo=repo)
+    with pytest.raises(HarnessError, match="at least 3 points"):
+        R.regress("reference", "fig6", "HEAD~1..HEAD", repeat=2, repo=repo)
