@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION
+from . import REPO_ROOT, SCHEMA_VERSION, upstream_couchdb
 from .catalogue import SCHEMAS, _load_schema, load_system, load_yaml, schema_errors
 from .errors import HarnessError, choose
 from .tools import require_tool
@@ -331,7 +331,11 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
     recipe = {**recipe, "targets": targets, "chaincodes": chaincodes}
     version = go_version()
     if recipe.get("components"):
-        version += "; " + java_version()
+        kinds = {c["build"]["kind"] for c in recipe["components"].values()}
+        if "ant" in kinds:
+            version += "; " + java_version()
+        if upstream_couchdb.KIND in kinds:
+            version += "; " + upstream_couchdb.erlang_version()
     key = build_key(recipe, patches, version, flavours)
     final = Path(builds) / system / key
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -438,14 +442,20 @@ def _build_components(recipe: dict, root: Path, source: str, log) -> dict:
             if not target.is_file():
                 raise HarnessError(f"component {name}: build.remove names {rel}, which the tree does not hold")
             target.unlink()
-        log(f"upstream {recipe['system']}: ant {spec['target']} in component {name}")
-        _run(["ant", "-noinput", "-quiet", spec["target"]], f"ant {spec['target']} ({name})", cwd=tree)
+        deps = None
+        if spec["kind"] == upstream_couchdb.KIND:  # Apache CouchDB: harness/upstream_couchdb.py
+            deps = upstream_couchdb.build_release(recipe["system"], name, tree, spec, source, log)
+        else:
+            log(f"upstream {recipe['system']}: ant {spec['target']} in component {name}")
+            _run(["ant", "-noinput", "-quiet", spec["target"]], f"ant {spec['target']} ({name})", cwd=tree)
         missing = [rel for rel in spec["outputs"] if not (tree / rel).exists()]
         if missing:
-            raise HarnessError(f"component {name}: ant {spec['target']} did not make {', '.join(missing)}")
+            raise HarnessError(f"component {name}: {spec['kind']} {spec['target']} did not make {', '.join(missing)}")
         out[name] = {"repository": component["repository"], "ref": component.get("ref"),
                      "commit": component["commit"], "built_commit": fetched["commit"], "source": fetched,
                      "build": spec, "path": str(tree.relative_to(root.parent))}
+        if deps:
+            out[name]["dependencies"] = deps
     return out
 
 

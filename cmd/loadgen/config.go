@@ -24,6 +24,10 @@ type Config struct {
 	Orderers []string `yaml:"orderers"`
 	// Chaincode is the money-transfer chaincode's name.
 	Chaincode string `yaml:"chaincode"`
+	// Workload is "money-transfer" (the default) or "smallbank": setup
+	// creates smallbank accounts and the transfer phase sends Caliper's
+	// smallbank operations (workloads/smallbank) instead of transfers.
+	Workload string `yaml:"workload"`
 	// Phase is "setup" or "transfer" (--phase overrides).
 	Phase string `yaml:"phase"`
 	// Seed of the random choices (conflicting transfers).
@@ -85,7 +89,7 @@ type TransferConfig struct {
 // defaults returns the configuration before the file is applied.
 func defaults() Config {
 	return Config{
-		EndorsersPerTx: 1, Chaincode: "money-transfer", Phase: "transfer", Seed: 1,
+		EndorsersPerTx: 1, Chaincode: "money-transfer", Workload: "money-transfer", Phase: "transfer", Seed: 1,
 		EndorseConcurrency: 16, Streams: 1,
 		Setup:    SetupConfig{Deploy: true, ChaincodeVersion: "1.0", InitialBalance: 1_000_000, Wait: true, WaitTimeout: 5 * time.Minute},
 		Transfer: TransferConfig{PayloadBytes: 2900, Amount: 1},
@@ -110,6 +114,8 @@ func (c *Config) check() error {
 		return errors.New("orderers: at least one address is required")
 	case c.Chaincode == "":
 		return errors.New("chaincode is required")
+	case c.Workload != "money-transfer" && c.Workload != "smallbank":
+		return fmt.Errorf("workload must be money-transfer or smallbank, not %q", c.Workload)
 	case c.Phase != "setup" && c.Phase != "transfer":
 		return fmt.Errorf("phase must be setup or transfer, not %q", c.Phase)
 	case c.Accounts < 2:

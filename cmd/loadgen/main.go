@@ -1,4 +1,5 @@
-// Command loadgen drives the money-transfer workload (workloads/money-transfer):
+// Command loadgen drives the money-transfer workload (workloads/money-transfer),
+// or with workload: smallbank Caliper's smallbank operations (workloads/smallbank):
 //
 //	bin/loadgen --config loadgen.yaml --out txs.csv [--phase setup|transfer] [--forge-endorsement N]
 //
@@ -33,6 +34,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand"
 	"os"
 	"os/signal"
 	"strconv"
@@ -47,6 +49,7 @@ import (
 	"fabricrepro/internal/msp"
 	pb "fabricrepro/internal/protos/peer"
 	moneytransfer "fabricrepro/workloads/money-transfer"
+	"fabricrepro/workloads/smallbank"
 )
 
 // setupChunk bounds how many setup transactions are held in memory at once.
@@ -153,9 +156,19 @@ func transfer(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.C
 	}
 	pad := padding(t.PayloadBytes)
 	began := time.Now()
-	txs, err := e.endorseAll(ctx, len(plan), cfg.EndorseConcurrency, func(i int) [][]byte {
+	argsOf := func(i int) [][]byte {
 		return moneytransfer.TransferArgs(moneytransfer.AccountName(plan[i].From), moneytransfer.AccountName(plan[i].To), t.Amount, pad)
-	}, func(i int) bool { return i < t.ForgeEndorsement })
+	}
+	if cfg.Workload == "smallbank" {
+		// The operations are drawn up front, in plan order, so that a seed gives one workload.
+		r := rand.New(rand.NewSource(cfg.Seed))
+		ops := make([][][]byte, len(plan))
+		for i, p := range plan {
+			ops[i] = smallbank.OperationArgs(r, p.From, p.To)
+		}
+		argsOf = func(i int) [][]byte { return ops[i] }
+	}
+	txs, err := e.endorseAll(ctx, len(plan), cfg.EndorseConcurrency, argsOf, func(i int) bool { return i < t.ForgeEndorsement })
 	if err != nil {
 		return nil, nil, fmt.Errorf("pre-endorsement: %w", err)
 	}
@@ -210,6 +223,9 @@ func setup(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.Clie
 	for lo := 0; lo < cfg.Accounts; lo += setupChunk {
 		n := min(setupChunk, cfg.Accounts-lo)
 		txs, err := e.endorseAll(ctx, n, cfg.EndorseConcurrency, func(i int) [][]byte {
+			if cfg.Workload == "smallbank" {
+				return smallbank.CreateArgs(lo + i)
+			}
 			return moneytransfer.CreateArgs(moneytransfer.AccountName(lo+i), cfg.Setup.InitialBalance, pad)
 		}, func(int) bool { return false })
 		if err != nil {

@@ -1,0 +1,131 @@
+"""Fabric v1.1.0 with our patches (systems/validation-opt) commits smallbank transactions, on LevelDB and on a real CouchDB.
+
+Each case builds the variant's upstream build (Fabric v1.1.0 from the snapshot,
+the fixes and instrumentation, the variant's flavour patches, and CouchDB
+3.3.3 from its snapshots; cached by key), then runs one point of the driver
+validation-breakdown (playbooks/validation-breakdown.yml) the way
+harness/runner.py does and teardown.yml after it: the smallbank accounts and
+operations from our load generator (smallbank mode) all commit valid, the
+peer's phase log has the paper's breakdown for every measured block, every
+server bound the host's own address, and nothing is left running.
+Skipped with the reason without ../shared/upstream.
+
+    FABRICREPRO_VALIDATION_TXS=300 pytest tests/upstream/test_validation_opt_network.py -s
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from harness import upstream
+from harness.providers.base import groups_of
+from harness.providers.local import LocalProvider
+from harness.runner import role_variables
+from tests.upstream.test_fabric_network import clients, run_watched  # noqa: F401  (clients: a fixture)
+
+REPO = Path(__file__).resolve().parents[2]
+TXS = int(os.environ.get("FABRICREPRO_VALIDATION_TXS", "200"))
+BLOCK_SIZE = 50
+OPTIMIZED = {"chaincode_cache": True, "parallel_statedb_read": True, "parallel_commit": True}
+PHASES = ["vscc_ns", "statedb_read_ns", "mvcc_ns", "ledger_write_ns", "statedb_write_ns", "history_write_ns",
+          "others_ns", "vsc_statedb_read_ns", "ledger_statedb_write_ns"]
+
+
+def _skip_reason() -> str | None:
+    for tool in ("ansible-playbook", "go", "ss", "erl", "make"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    why = upstream.source_available(upstream.load_recipe("validation-opt"), "snapshot")
+    return f"no upstream Fabric v1.1.0 / CouchDB to build ({why})" if why else None
+
+
+pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+
+
+def point_setup(tmp_path: Path, clients: Path, build: Path, switches: dict):
+    """Inventory and extra variables of one validation-breakdown point on the local provider, as harness/runner.py makes them."""
+    spec = upstream.load_recipe("validation-opt")["drivers"]["validation-breakdown"]
+    layout: dict[str, list[str]] = {}
+    for component, role in spec["placement"].items():
+        layout.setdefault(role, []).append(component)
+    provider = LocalProvider(work_root=tmp_path / "work", bin_dir=clients)
+    inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
+    point = SimpleNamespace(id="p000", parameters={
+        "transactions": TXS, "block_size": BLOCK_SIZE, "point_timeout_s": 600, "payload_bytes": 0, "seed": 1,
+        "batch_timeout_ms": 1000, "rate_tps": 0, "loadgen_streams": 4, "vscc_threads": 4})
+    point_dir = tmp_path / "run" / "points" / point.id
+    work = f"test/validation-breakdown/run/{point.id}"
+    variables = {
+        "fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
+        "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
+        "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": switches,
+        "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(build),
+        **role_variables(point)}
+    return spec, inventory, variables, point_dir
+
+
+@pytest.mark.parametrize("switches", [
+    pytest.param({"state_db": "leveldb"}, id="original-leveldb"),
+    pytest.param({"state_db": "couchdb", **OPTIMIZED}, id="optimized-couchdb"),
+])
+def test_peer_commits_smallbank(tmp_path, clients, switches):
+    build = upstream.build("validation-opt", "snapshot", switches=switches)
+    flavours = [f["name"] for f in build.info.get("flavours") or []]
+    assert flavours == ([] if switches["state_db"] == "leveldb" else ["cc-cache", "vsc-read-overlap", "parallel-commit"])
+    spec, inventory, variables, point_dir = point_setup(tmp_path, clients, build.path, switches)
+    watch, rendered, elapsed = run_watched(tmp_path, spec, inventory, variables, point_dir, 900, ["work/**/core.yaml"])
+    print(f"{switches}: point ran in {elapsed:.0f} s")
+
+    # Every listener on the host's own address; CouchDB's HTTP, epmd and distribution ports too.
+    bound = {name: sorted(a for n, a in watch.listeners if n == name) for name, _ in watch.listeners}
+    assert all(addr.startswith("127.0.0.1:") for _, addr in watch.listeners), bound
+    assert {"127.0.0.1:7050"} <= set(bound.get("fabric_orderer", [])), bound
+    assert {"127.0.0.1:7051", "127.0.0.1:7052"} <= set(bound.get("fabric_peer", [])), bound
+    core = rendered["core.yaml"]
+    if switches["state_db"] == "couchdb":
+        assert "stateDatabase: CouchDB" in core and "couchDBAddress: 127.0.0.1:5984" in core
+        version = json.loads((point_dir / "logs" / "localhost" / "couchdb-version.log").read_text())
+        assert version["couchdb"] == "Welcome" and version["version"] == "3.3.3", version
+    else:
+        assert "stateDatabase: goleveldb" in core
+        assert not (point_dir / "logs" / "localhost" / "couchdb-version.log").exists()
+    assert "validatorPoolSize: 4" in core
+
+    # Every smallbank operation acknowledged and committed valid, after the setup blocks.
+    raw = point_dir / "raw" / "localhost"
+    txs = pd.read_csv(raw / "txs.csv")
+    assert len(txs) == TXS and (txs["status"] == "SUCCESS").all(), txs["status"].value_counts()
+    deliveries = pd.read_csv(raw / "deliveries.csv")
+    measured = json.loads((point_dir / "measured.json").read_text())
+    assert (deliveries["valid_count"] == deliveries["tx_count"]).all(), deliveries
+    assert measured["transfer_valid"] == TXS, measured
+
+    # The peer's phase log: one row per block it committed through the
+    # coordinator, with the paper's breakdown; what is zero depends on the
+    # state database and on the optimizations.
+    phases = pd.read_csv(raw / "phases.csv")
+    blocks = pd.read_csv(raw / "blocks.csv")
+    assert phases["block_number"].tolist() == blocks["block_number"].tolist() == list(range(1, len(blocks) + 1))
+    ops = phases[phases["block_number"] >= measured["first_block"]]
+    assert ops["valid_count"].sum() == TXS
+    assert (ops[PHASES] >= 0).all().all() and (ops["vscc_ns"] > 0).all() and (ops["ledger_write_ns"] > 0).all()
+    if switches["state_db"] == "couchdb":
+        assert (ops["statedb_read_ns"] > 0).all(), ops  # the bulk read of the read sets
+    else:
+        assert (ops["statedb_read_ns"] == 0).all(), ops  # LevelDB reads inside MVCC (the paper, Sec. III-C)
+    optimized = switches.get("parallel_commit", False)
+    assert ((ops["vsc_statedb_read_ns"] > 0) == optimized).all() and ((ops["ledger_statedb_write_ns"] > 0) == optimized).all()
+    span = ops["committed_ns"] - ops["received_ns"]
+    pairs = (ops["vsc_statedb_read_ns"] + ops["mvcc_ns"] + ops["ledger_statedb_write_ns"] + ops["others_ns"]
+             if optimized else ops[["vscc_ns", "statedb_read_ns", "mvcc_ns", "ledger_write_ns", "statedb_write_ns",
+                                    "others_ns"]].sum(axis=1))
+    assert (pairs == span).all(), "the breakdown must add up to each block's time in the committer"
+    print(ops[PHASES].mean().div(1e6).round(2).to_dict())
