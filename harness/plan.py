@@ -75,13 +75,16 @@ def workload_defaults(name: str | None, workloads_dir: Path) -> dict:
 
 
 def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | None = None,
-              repeat: int | None = None, environ=None, root: Path | None = None) -> Plan:
+              repeat: int | None = None, environ=None, root: Path | None = None,
+              only_variants: list[str] | None = None) -> Plan:
     """Resolve the experiment's configuration and expand it into points.
 
     ``overrides`` are the command line's ``--set`` values and ``repeat`` its
     ``--repeat``; ``environ`` defaults to the process environment. A command-line
     or environment value for a swept parameter replaces the sweep by that value.
     Every value is checked against ``harness/parameters.yaml`` (ParameterError).
+    ``only_variants`` runs just those variants (``invoke regress`` measures
+    the variants its build has); the others are listed as left out.
     """
     root = root or REPO_ROOT
     declared = declarations()
@@ -124,6 +127,9 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
     for v in experiment.get("variants") or []:
         if v.get("runnable") is False:
             not_runnable[v["id"]] = v.get("not_runnable_reason") or "marked not runnable in the catalogue"
+            continue
+        if only_variants is not None and v["id"] not in only_variants:
+            not_runnable[v["id"]] = f"left out of this run (variants: {', '.join(only_variants)})"
             continue
         system = load_system(v["system"], root / "systems")
         defaults = {k: s["default"] for k, s in system["reference"]["switches"].items()}

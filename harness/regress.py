@@ -187,12 +187,16 @@ def network_lock():
 
 
 def samples(run_path: Path, metric: str) -> list[float]:
-    """The metric of every complete, valid point of a stored run."""
-    out = []
+    """The metric of every complete, valid point of a stored run of one configuration."""
+    out, configurations = [], set()
     for summary in sorted((run_path / "points").glob("*/summary.json")):
         s = read_json(summary)
         if s.get("status") == "complete" and s.get("valid", True) and s["metrics"].get(metric) is not None:
             out.append(s["metrics"][metric])
+            configurations.add((s["variant"], tuple(sorted(s["sweep"].items()))))
+    if len(configurations) > 1:
+        raise HarnessError(f"{run_path}: {len(configurations)} configurations; regress compares one: fix each "
+                           "swept parameter in the environment (FABRICREPRO_<NAME>=value replaces a sweep)")
     return out
 
 
@@ -205,9 +209,19 @@ def stored_runs(results: Path, paper: str, experiment: str) -> list[Path]:
     return runs
 
 
+def reference_variants(experiment: dict) -> list[str]:
+    """The runnable variants of the experiment whose system the reference build has a driver for."""
+    from .builds import reference_driver
+    return [v["id"] for v in experiment.get("variants") or [] if v.get("runnable") is not False
+            and reference_driver(v["system"], experiment["driver"]) is not None]
+
+
 def measure(commit: dict, bin_dir: Path, paper: str, experiment: dict, scale: str, repeat: int,
             store: Path, fresh: bool = False, stream=None) -> dict:
-    """``repeat`` points of the experiment on the commit's binaries (reusing a stored run unless ``fresh``)."""
+    """``repeat`` points of the experiment's reference variants on the commit's binaries.
+
+    A stored run of the commit's build key with enough points is reused unless ``fresh``.
+    """
     from .reproduce import reproduce
     results = store / commit["key"]
     metric = experiment["metric"]
@@ -220,7 +234,7 @@ def measure(commit: dict, bin_dir: Path, paper: str, experiment: dict, scale: st
     with network_lock():
         runs = reproduce(paper, experiment["id"], scale=scale, repeat=repeat, build="reference",
                          results=results, reports=store / "reports", stream=stream or sys.stderr,
-                         provider_options={"bin_dir": bin_dir})
+                         provider_options={"bin_dir": bin_dir}, variants=reference_variants(experiment))
     run = runs[0]
     run.metadata["regress"] = {"commit": commit["sha"], "build_key": commit["key"], "subject": commit["subject"]}
     run.save()

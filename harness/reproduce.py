@@ -150,7 +150,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
               repeat: int | None = None, resume: str | None = None, overrides: dict | None = None,
               results: Path = RESULTS, reports: Path = REPORTS, stream=None,
               provider_options: dict | None = None, papers_dir: Path | None = None,
-              build: str = "auto", source: str = "auto") -> list[Run]:
+              build: str = "auto", source: str = "auto", variants: list[str] | None = None) -> list[Run]:
     """Reproduce a paper's experiments (or one) and render its report; returns the runs made.
 
     With ``resume`` (a run directory) only that run's missing points are run,
@@ -158,7 +158,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     go to the provider (e.g. ``bin_dir``, ``work_root`` of the local
     provider). ``build`` is ``auto`` (upstream where it can run, else the
     reference build, saying why), ``upstream`` or ``reference``; ``source``
-    where an upstream build's code comes from (``harness.upstream.SOURCES``).
+    where an upstream build's code comes from (``harness.upstream.SOURCES``);
+    ``variants`` runs only those variants of the experiment.
     """
     stream = stream or sys.stderr
     choose("scale", scale, SCALES)
@@ -179,7 +180,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
 
     systems_dir = Path(papers_dir).parent / "systems" if papers_dir else None
     # Every experiment's parameters are checked before any of them runs: bad input makes no run directory.
-    plans = {} if resume else {e["id"]: make_plan(paper, e, scale, overrides=overrides, repeat=repeat)
+    plans = {} if resume else {e["id"]: make_plan(paper, e, scale, overrides=overrides, repeat=repeat,
+                                                    only_variants=variants)
                                for e in experiments if not skip_reason(e, systems_dir)}
     skipped, runs = {}, []
     for experiment in experiments:
