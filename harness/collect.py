@@ -41,6 +41,10 @@ TABLES = {
     "txs": {"columns": ["tx_id", "scheduled_ns", "submitted_ns", "acked_ns", "status"], "rename": {}},
     # block watcher --txs-out: each delivered transaction's ID and validation code
     "block_txs": {"columns": ["block_number", "tx_index", "tx_id", "validation_code"], "rename": {}},
+    # the validation-opt peer's phase log (systems/validation-opt/patches/0003; metrics: harness/phase_metrics.py)
+    "phases": {"columns": ["block_number", "tx_count", "valid_count", "received_ns", "committed_ns", "vscc_ns",
+                           "statedb_read_ns", "mvcc_ns", "ledger_write_ns", "statedb_write_ns", "history_write_ns",
+                           "others_ns", "vsc_statedb_read_ns", "ledger_statedb_write_ns"], "rename": {}},
 }
 _STRINGS = {"tx_id", "status", "validation_code"}
 META_VERSION = b"fabricrepro.schema_version"
@@ -102,7 +106,7 @@ def load_point(point_dir: Path) -> dict[str, pd.DataFrame]:
 
 
 #: Tables with a ``block_number`` column, cut to the measured window.
-BLOCK_TABLES = ("blocks", "deliveries", "block_txs")
+BLOCK_TABLES = ("blocks", "deliveries", "block_txs", "phases")
 
 
 def measured_window(point_dir: Path) -> dict | None:

@@ -185,6 +185,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
       for phase in PHASES),
 )}
 
+# The validation-phase paper's metrics over the peer's phase log (table ``phases``).
+from .phase_metrics import PHASE_METRICS  # noqa: E402
+METRICS.update({spec[0]: Metric(*spec) for spec in PHASE_METRICS})
+
 
 def compute_all(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     """Every metric of ``METRICS`` whose tables are present and non-empty, by name."""

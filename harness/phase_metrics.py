@@ -1,6 +1,6 @@
 """The validation-phase paper's metrics (Javaid et al., Sec. III-C and IV-A), from the peer's phase log.
 
-Raw table ``phases`` (the upstream validation-opt build's patch 0003,
+Raw table ``phases`` (columns in ``harness.collect.TABLES``; the upstream validation-opt build's patch 0003,
 ``FABRICREPRO_PHASE_LOG``): one row per block the peer committed,
 ``block_number, tx_count, valid_count, received_ns, committed_ns`` and the
 per-block latencies in ns: the six of the original validation phase
@@ -19,13 +19,6 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-
-from .metrics import NS_PER_MS, Metric, commit_throughput_tps, data_blocks
-
-#: Columns of the phase log (systems/validation-opt/patches/0003-validation-phase-timings.patch).
-COLUMNS = ["block_number", "tx_count", "valid_count", "received_ns", "committed_ns", "vscc_ns", "statedb_read_ns",
-           "mvcc_ns", "ledger_write_ns", "statedb_write_ns", "history_write_ns", "others_ns", "vsc_statedb_read_ns",
-           "ledger_statedb_write_ns"]
 
 #: Catalogue metric -> the phase-log columns it sums.
 LATENCIES = {
@@ -46,22 +39,31 @@ LATENCIES = {
 
 def mean_latency_ms(phases: pd.DataFrame, columns: list[str]) -> float:
     """Mean over data blocks of the sum of ``columns`` (ns), in ms; NaN without blocks."""
+    from .metrics import NS_PER_MS, data_blocks  # harness.metrics registers these metrics: import it lazily
     b = data_blocks(phases)
     return float(b[columns].sum(axis=1).mean() / NS_PER_MS) if len(b) else math.nan
 
 
 def block_validation_latency_ms(phases: pd.DataFrame) -> float:
     """Mean time a block spends in the committer, validation and commit (the paper's block validation latency)."""
+    from .metrics import NS_PER_MS, data_blocks
     b = data_blocks(phases)
     return float(((b["committed_ns"] - b["received_ns"]) / NS_PER_MS).mean()) if len(b) else math.nan
 
 
-PHASE_METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("commit_throughput_tps", "tx/s", ("phases",), lambda phases: commit_throughput_tps(phases),
-           "valid tx per second committed by the peer, from inter-block commit times (the paper's commit throughput)"),
-    Metric("block_validation_latency_ms", "ms", ("phases",), block_validation_latency_ms,
-           "mean per-block time from entering the committer to commit (the paper's block validation latency)"),
-    *(Metric(name, "ms", ("phases",), (lambda phases, cols=cols: mean_latency_ms(phases, cols)),
-             "mean per-block " + " + ".join(c[:-3] for c in cols) + " latency (phase log)")
+def commit_throughput(phases: pd.DataFrame) -> float:
+    """Valid transactions per second committed, from the blocks' commit times (``harness.metrics.commit_throughput_tps``)."""
+    from .metrics import commit_throughput_tps
+    return commit_throughput_tps(phases)
+
+
+#: ``(name, unit, tables, compute, description)`` of each metric; harness.metrics makes them Metrics.
+PHASE_METRICS = (
+    ("commit_throughput_tps", "tx/s", ("phases",), commit_throughput,
+     "valid tx per second committed by the peer, from inter-block commit times (the paper's commit throughput)"),
+    ("block_validation_latency_ms", "ms", ("phases",), block_validation_latency_ms,
+     "mean per-block time from entering the committer to commit (the paper's block validation latency)"),
+    *((name, "ms", ("phases",), (lambda phases, cols=cols: mean_latency_ms(phases, cols)),
+       "mean per-block " + " + ".join(c[:-3] for c in cols) + " latency (phase log)")
       for name, cols in LATENCIES.items()),
-)}
+)
