@@ -51,7 +51,9 @@ MIN_CHANGE = 0.10
 TEST = (f"two-sided Mann–Whitney U (exact permutation distribution) at alpha {ALPHA}, and a relative change "
         f"of the medians of at least {MIN_CHANGE:.0%}; effect size: rank-biserial correlation")
 BUILD_INPUTS = ("cmd", "internal", "go.mod", "go.sum")
-NETWORK_LOCK = Path("/tmp/fabricrepro-network.lock")
+#: The machine's one-network-at-a-time lock (flock). Set FABRICREPRO_NETWORK_LOCK to another file, or to
+#: nothing when the caller already holds it (a test run under flock).
+NETWORK_LOCK = os.environ.get("FABRICREPRO_NETWORK_LOCK", "/tmp/fabricrepro-network.lock")
 SYSTEMS = ("reference",)
 #: Beyond this many splits the exact distribution is replaced by the normal approximation.
 EXACT_LIMIT = 200_000
@@ -178,6 +180,9 @@ def find_experiment(name: str, papers_dir: Path | None = None) -> tuple[str, dic
 @contextmanager
 def network_lock():
     """One network at a time on this machine (fixed ports, CPU measurements): the project's flock."""
+    if not NETWORK_LOCK:
+        yield
+        return
     with open(NETWORK_LOCK, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
@@ -259,7 +264,8 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
         raise HarnessError(f"--repeat {repeat}: the test needs at least 3 points per commit")
     repo = Path(repo or REPO_ROOT).resolve()
     root = Path(root or REPO_ROOT / "build" / "regress")
-    store = Path(results or REPO_ROOT / "results" / "regress") / system
+    from .reproduce import REPORTS, RESULTS
+    store = Path(results or RESULTS / "regress") / system
     paper, experiment = find_experiment(experiment_name)
     metric = experiment["metric"]
     series = commits_of(repo, commits)
@@ -314,7 +320,7 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
             row["vs_previous"] = compare(before["values"], row["values"])
     doc["change_points"] = [r["sha"] for r in doc["commits"][1:] if (r.get("vs_previous") or {}).get("changed")]
     doc["load_average_end"] = os.getloadavg()
-    out = Path(reports or REPO_ROOT / "reports" / "regress") / system / experiment["id"]
+    out = Path(reports or REPORTS / "regress") / system / experiment["id"]
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "regress.json", doc)
     (out / "index.html").write_text(render_html(doc, out), encoding="utf-8")

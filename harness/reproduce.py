@@ -7,6 +7,7 @@ reason printed and recorded in ``results/<paper>/skipped.json``.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -25,8 +26,10 @@ from .builds import Choice, choose_build, known_drivers, prepare
 from .runner import host_ports, run_point
 from .tools import require_binaries, require_tool
 
-RESULTS = REPO_ROOT / "results"
-REPORTS = REPO_ROOT / "reports"
+# FABRICREPRO_RESULTS / FABRICREPRO_REPORTS move the run store and the reports
+# (the labs' tests run the labs' commands into a temporary directory).
+RESULTS = Path(os.environ.get("FABRICREPRO_RESULTS") or REPO_ROOT / "results")
+REPORTS = Path(os.environ.get("FABRICREPRO_REPORTS") or REPO_ROOT / "reports")
 
 
 def skip_reason(experiment: dict, systems_dir: Path | None = None) -> str | None:
