@@ -73,18 +73,20 @@ def fabric_build() -> Path:
     return upstream.build("fabric-1.2", "snapshot").path
 
 
-def _driver(name: str = "end-to-end") -> dict:
-    """A driver of the upstream Fabric 1.2 build (its playbook, roles and placement)."""
-    recipe = yaml.safe_load((REPO / "systems" / "fabric-1.2" / "upstream.yaml").read_text(encoding="utf-8"))
+def _driver(name: str = "end-to-end", system: str = "fabric-1.2") -> dict:
+    """A driver of an upstream build (its playbook, roles and placement)."""
+    recipe = yaml.safe_load((REPO / "systems" / system / "upstream.yaml").read_text(encoding="utf-8"))
     return recipe["drivers"][name]
 
 
-def point_setup(tmp_path: Path, driver: str, clients: Path, fabric_build: Path, **parameters):
-    """Inventory and extra variables of one point of ``driver`` on the local provider, as harness/runner.py makes them.
+def point_setup(tmp_path: Path, driver: str, clients: Path, fabric_build: Path, system: str = "fabric-1.2",
+                **parameters):
+    """Inventory and extra variables of one point of ``system``'s ``driver`` on the local provider, as
+    harness/runner.py makes them.
 
     Returns ``(spec, inventory, variables, point_dir)``; ``parameters`` override the point's.
     """
-    spec = _driver(driver)
+    spec = _driver(driver, system)
     layout: dict[str, list[str]] = {}
     for component, role in spec["placement"].items():
         layout.setdefault(role, []).append(component)
