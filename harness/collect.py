@@ -90,6 +90,8 @@ def convert_point(point_dir: Path) -> list[str]:
     for table in TABLES:
         frames = []
         for csv in sorted(point_dir.glob(f"raw/*/{table}.csv")):
+            if csv.stat().st_size == 0:
+                continue  # its writer was stopped before the header: nothing was recorded
             df = read_csv(csv, table)
             df.insert(0, "host", csv.parent.name)
             frames.append(df)

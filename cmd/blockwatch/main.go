@@ -192,11 +192,19 @@ const TxHeader = "block_number,tx_index,tx_id,validation_code"
 // watch records blocks start..stop to w (and, if txw is not nil, their
 // transactions to txw) and returns how many blocks it recorded.
 func watch(ctx context.Context, src deliverclient.Source, start, stop uint64, retry time.Duration, w, txw *bufio.Writer) (int, error) {
+	// Headers go to disk at once: a watcher stopped before its first block
+	// leaves files with no rows, not empty files.
 	if _, err := fmt.Fprintln(w, Header); err != nil {
+		return 0, err
+	}
+	if err := w.Flush(); err != nil {
 		return 0, err
 	}
 	if txw != nil {
 		if _, err := fmt.Fprintln(txw, TxHeader); err != nil {
+			return 0, err
+		}
+		if err := txw.Flush(); err != nil {
 			return 0, err
 		}
 	}
