@@ -45,11 +45,18 @@ class Choice:
     fallback_reason: str | None = None
     builds: dict[str, upstream.Build] = field(default_factory=dict)   # variant -> build
     variants: dict[str, dict] = field(default_factory=dict)           # variant -> its build's provenance
+    variant_drivers: dict[str, dict] = field(default_factory=dict)    # variant -> driver spec, where not its system's
+    driver: str = ""                                                  # the catalogue driver of the run
+
+    def driver_spec(self, variant: str, system: str) -> dict:
+        """The driver spec a point of ``variant`` runs with."""
+        return self.variant_drivers.get(variant) or self.drivers[system]
 
     def metadata(self, switches: dict) -> dict:
         """What ``metadata.json`` records under ``build``."""
-        out = {"kind": self.kind, "systems": self.provenance, "switches": switches, "drivers": self.drivers,
-               "role_settings": role_settings(self.drivers)}
+        drivers = {**self.drivers, **self.variant_drivers}
+        out = {"kind": self.kind, "systems": self.provenance, "switches": switches, "drivers": drivers,
+               "role_settings": role_settings(drivers)}
         if self.variants:
             out["variants"] = self.variants
         if self.kind == "reference":
@@ -61,14 +68,15 @@ class Choice:
     def layout(self) -> dict[str, list[str]]:
         """``{host_role: [component, ...]}`` over every system's driver."""
         out: dict[str, list[str]] = {}
-        for spec in self.drivers.values():
+        for spec in [*self.drivers.values(), *self.variant_drivers.values()]:
             for component, role in spec["placement"].items():
                 if component not in out.setdefault(role, []):
                     out[role].append(component)
         return out
 
     def binaries(self) -> list[str]:
-        return list(dict.fromkeys(b for spec in self.drivers.values() for b in spec["binaries"]))
+        specs = [*self.drivers.values(), *self.variant_drivers.values()]
+        return list(dict.fromkeys(b for spec in specs for b in spec["binaries"]))
 
 
 def role_settings(drivers: dict[str, dict]) -> dict[str, dict]:
@@ -123,7 +131,7 @@ def choose_build(kind: str, systems: list[str], driver: str, source: str = "auto
     if kind in ("auto", "upstream"):
         reason = _upstream_unavailable(systems, driver, source, systems_dir)
         if reason is None:
-            return Choice("upstream", {s: upstream_driver(s, driver, systems_dir) for s in systems})
+            return Choice("upstream", {s: upstream_driver(s, driver, systems_dir) for s in systems}, driver=driver)
         if kind == "upstream":
             raise HarnessError(f"--build upstream: {reason}", hint="use --build reference, or see docs/upstream.md")
     drivers = {}
@@ -133,7 +141,7 @@ def choose_build(kind: str, systems: list[str], driver: str, source: str = "auto
             raise HarnessError(f"system {system} has no reference driver {driver!r} "
                                f"(systems/{system}/system.yaml reference.drivers)")
         drivers[system] = spec
-    return Choice("reference", drivers, fallback_reason=reason)
+    return Choice("reference", drivers, fallback_reason=reason, driver=driver)
 
 
 def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str = "auto", log=print,
@@ -149,6 +157,12 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
         built = upstream.build(system, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log,
                                switches=switches)
         choice.builds[variant] = built
+        if built.info.get("base"):  # the base system's tree: it runs with the base's driver
+            spec = upstream_driver(built.info["base"], choice.driver, systems_dir)
+            if spec is None:
+                raise HarnessError(f"variant {variant} is built on {built.info['base']}, which has no upstream "
+                                   f"driver {choice.driver!r}")
+            choice.variant_drivers[variant] = spec
         choice.provenance.setdefault(system, built.provenance())
         choice.variants[variant] = {k: v for k, v in built.provenance().items()
                                     if k in ("system", "key", "path", "flavours", "base", "patches", "grafts")}

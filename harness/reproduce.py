@@ -106,7 +106,8 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
             progress.start(point.id)
             started_ns = time.time_ns()
             upstream_build = build.builds.get(point.variant)
-            summary = run_point(run, point, driver, build.drivers[point.system], inventory, provider.work_root,
+            summary = run_point(run, point, driver, build.driver_spec(point.variant, point.system), inventory,
+                                provider.work_root,
                                 provider.bin_dir, upstream_build.path if upstream_build else None)
             _collect_resources(monitor, started_ns, time.time_ns(), run.point_dir(point.id), progress)
             metric = experiment.get("metric")
@@ -208,9 +209,9 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             if choice.fallback_reason:
                 print(f"{experiment['id']}: reference build (upstream not available: {choice.fallback_reason})",
                       file=stream)
-            require_binaries(choice.binaries(), provider_.bin_dir)
             prepare(choice, _variant_systems(plan), source, log=lambda line: print(line, file=stream),
                     systems_dir=systems_dir)
+            require_binaries(choice.binaries(), provider_.bin_dir)  # after prepare: variants may add drivers
         except HarnessError as e:
             if len(experiments) == 1:
                 raise
