@@ -235,8 +235,9 @@ def measure(commit: dict, bin_dir: Path, paper: str, experiment: dict, scale: st
             values = samples(run, metric)
             if len(values) >= repeat:
                 return {"values": values, "runs": [str(run)], "seconds": 0.0, "reused": True}
-    started = time.monotonic()
+    waited = time.monotonic()
     with network_lock():
+        started = time.monotonic()
         runs = reproduce(paper, experiment["id"], scale=scale, repeat=repeat, build="reference",
                          results=results, reports=store / "reports", stream=stream or sys.stderr,
                          provider_options={"bin_dir": bin_dir}, variants=reference_variants(experiment))
@@ -247,7 +248,8 @@ def measure(commit: dict, bin_dir: Path, paper: str, experiment: dict, scale: st
     if not values:
         raise HarnessError(f"{commit['short']}: run {run.path} has no {metric} ({run.metadata.get('status')}: "
                            f"{run.metadata.get('reason')})")
-    return {"values": values, "runs": [str(run.path)], "seconds": time.monotonic() - started, "reused": False}
+    return {"values": values, "runs": [str(run.path)], "seconds": round(time.monotonic() - started, 1),
+            "lock_wait_seconds": round(started - waited, 1), "reused": False}
 
 
 # ----------------------------------------------------------------------------- the command
@@ -283,7 +285,8 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
         row = {**commit, **m, "build_seconds": round(build_s, 1), "median": statistics.median(m["values"])}
         by_key[commit["key"]] = row
         log(f"regress: {commit['short']} {metric} median {row['median']:.4g} over {len(m['values'])} points "
-            f"(build {build_s:.0f} s, run {m['seconds']:.0f} s{', stored' if m['reused'] else ''})")
+            f"(build {build_s:.0f} s, run {m['seconds']:.0f} s, waited {m.get('lock_wait_seconds', 0):.0f} s "
+            f"for the network lock{', stored' if m['reused'] else ''})")
         return row
 
     if batches > 1:
