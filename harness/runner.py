@@ -86,7 +86,14 @@ def role_variables(point: Point) -> dict:
             **({"fastfabric_peerbench_pipeline": int(point.parameters["block_pipeline_goroutines"])}
                if "block_pipeline_goroutines" in point.parameters else {}),
             **({"fastfabric_peerbench_tx_threads": int(point.parameters["tx_validation_goroutines"])}
-               if "tx_validation_goroutines" in point.parameters else {})}
+               if "tx_validation_goroutines" in point.parameters else {}),
+            # Fabric v0.6.1's PBFT network and its client processes (systems/fujitsu-api).
+            "fabric06_nodes": int(point.parameters.get("nodes", 1)),
+            "fabric06_client_processes": int(point.parameters.get("concurrent_processes", 1)),
+            "fabric06_client_transactions": transactions, "fabric06_client_timeout_s": timeout,
+            "fabric06_client_rate_per_process": point.parameters.get("process_rate_tps", 0),
+            **({"fabric06_peer_pbft_batch_size": int(point.parameters["batch_size"])}
+               if "batch_size" in point.parameters else {})}
 
 
 def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,

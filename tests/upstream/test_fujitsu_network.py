@@ -1,0 +1,72 @@
+"""Fabric v0.6.1's 4-node PBFT network with the revised chaincode API, deployed by the Ansible roles.
+
+Runs ``playbooks/fujitsu-pbft.yml`` (driver ``chaincode-api`` of
+``systems/fujitsu-api/upstream.yaml``), then ``teardown.yml``, the way
+harness/runner.py runs a point on the local provider: four PBFT peers and
+their chaincode processes, the revised transfer chaincode (one Compound
+Request of two DiffUpdates per transfer, the variant with both switches on),
+and two client processes spread over the peers. Proves that every transfer
+committed (the blocks after the deploy hold exactly the transfers), that all
+four peers reach the same height with the balances those transfers imply
+(the client's check), and that teardown leaves nothing running.
+
+Skipped with a reason without ``../shared/upstream``, Ansible, Go or
+Debian's RocksDB headers. Run it under ``flock /tmp/fabricrepro-network.lock``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness import upstream
+from tests.upstream.test_fabric_network import point_setup, run_watched
+
+REVISED = {"diff_update": True, "compound": True}
+NODES = 4
+TRANSFERS = 200
+
+
+def _skip_reason() -> str | None:
+    for tool in ("ansible-playbook", "go", "ss"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    why = upstream.source_available(upstream.load_recipe("fujitsu-api"), "snapshot")
+    if why:
+        return f"no upstream Fabric v0.6.1 to build ({why})"
+    if not Path("/usr/include/rocksdb/c.h").is_file():
+        return "no RocksDB C headers (Debian librocksdb-dev; `invoke setup` installs it)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+
+
+def test_four_pbft_peers_commit_every_revised_transfer(tmp_path):
+    build = upstream.build("fujitsu-api", "snapshot", switches=REVISED).path
+    spec, inventory, variables, point_dir = point_setup(
+        tmp_path, "chaincode-api", tmp_path / "bin", build, system="fujitsu-api",
+        transactions=TRANSFERS, nodes=NODES, concurrent_processes=2, point_timeout_s=300, process_rate_tps=50)
+    variables["fabricrepro_switches"] = REVISED
+    watch, _, _ = run_watched(tmp_path, spec, inventory, variables, point_dir, timeout=400, configs=[])
+    raw = point_dir / "raw" / "localhost"
+    txs = pd.read_csv(raw / "txs.csv")
+    assert len(txs) == TRANSFERS and (txs["status"] == "OK").all(), txs["status"].value_counts()
+    blocks = pd.read_csv(raw / "blocks.csv")
+    assert blocks["tx_count"].sum() == TRANSFERS and (blocks["valid_count"] == blocks["tx_count"]).all(), blocks
+    # One PBFT network: the client found every peer at the same height with the balances the
+    # transfers imply (its own check; here read from its output).
+    checked = json.loads((point_dir / "logs" / "localhost" / "fabric06_client-blocks.out").read_text())
+    assert checked["valid"] and checked["transactions"] == TRANSFERS, checked
+    assert len(checked["peers"]) == NODES
+    for state in checked["peers"].values():
+        assert state == {"height": checked["height"],
+                         "balances": [1_000_000_000 - TRANSFERS, 1_000_000_000 + TRANSFERS]}, checked
+    assert checked["height"] == blocks["block_number"].max() + 1
+    # Each peer and chaincode process was started and listened where it should.
+    peers = {addr for name, addr in watch.listeners if name == "fabric06_peer"}
+    assert {f"127.0.0.1:{7050 + 100 * i}" for i in range(NODES)} <= peers, watch.listeners
