@@ -18,8 +18,9 @@ A change between two samples is called by a stated test, never by eye:
 * a relative change of the medians of at least ``MIN_CHANGE``, with the
   rank-biserial correlation reported as effect size.
 
-``--batches K`` measures one commit K times and compares every pair of
-batches: the share flagged is the false-positive rate on this machine.
+``--batches K`` measures one commit K x ``repeat`` times (one run, each
+point a fresh deployment), cuts the points in order into K batches and
+compares every pair: the share flagged is the false-positive rate here.
 ``--bisect`` binary-searches ``A..B`` for the first commit that differs from
 ``A``. The page ``reports/regress/<system>/<experiment>/index.html`` shows the
 per-commit series, the change points and links to the runs.
@@ -277,11 +278,11 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
 
     by_key = {}  # commits with one build key built identical binaries: one sample serves them all
 
-    def measured(commit, fresh=False):
+    def measured(commit, fresh=False, repeat_=repeat):
         if commit["key"] in by_key and not fresh:
             return {**by_key[commit["key"]], **commit, "reused": True}
         bin_dir, build_s = build(repo, commit, root, log)
-        m = measure(commit, bin_dir, paper, experiment, scale, repeat, store, fresh=fresh)
+        m = measure(commit, bin_dir, paper, experiment, scale, repeat_, store, fresh=fresh)
         row = {**commit, **m, "build_seconds": round(build_s, 1), "median": statistics.median(m["values"])}
         by_key[commit["key"]] = row
         log(f"regress: {commit['short']} {metric} median {row['median']:.4g} over {len(m['values'])} points "
@@ -290,7 +291,12 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
         return row
 
     if batches > 1:
-        rows = [measured(series[0], fresh=True) for _ in range(batches)]
+        # One run of batches x repeat points (each point a fresh deployment), cut in order into batches:
+        # one lock hold instead of one per batch on a machine others share.
+        whole = measured(series[0], fresh=True, repeat_=batches * repeat)
+        rows = [{**whole, "values": whole["values"][i * repeat:(i + 1) * repeat], "batch": i,
+                 "median": statistics.median(whole["values"][i * repeat:(i + 1) * repeat])}
+                for i in range(batches)]
         pairs = [{"a": i, "b": j, **compare(rows[i]["values"], rows[j]["values"])}
                  for i, j in itertools.combinations(range(batches), 2)]
         doc.update(commits=rows, noise_pairs=pairs,
