@@ -99,6 +99,7 @@ def test_runnable_set_is_as_planned():
         ("fastfabric", "fig7-parameter-sensitivity"),
         ("fastfabric", "fig8-block-size"),
         ("fastfabric", "table1-end-to-end"),
+        ("fujitsu-api", "fig4-api-comparison"),
     }
 
 

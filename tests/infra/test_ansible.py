@@ -83,7 +83,8 @@ def test_fully_qualified_modules(role):
 
 
 def test_fujitsu_tuning_values():
-    pin = yaml.safe_load((REPO / "systems" / "fujitsu-api" / "upstream.yaml").read_text())
-    assert pin["host_tuning"] == {"net.ipv4.tcp_tw_reuse": 1, "net.ipv4.tcp_fin_timeout": 5}
+    # The paper's hosts' TCP settings (seed 003 line 124), which providers apply (harness/reproduce.py host_settings).
+    paper = yaml.safe_load((REPO / "papers" / "fujitsu-api.yaml").read_text())
+    assert paper["paper"]["settings"]["sysctl"] == {"net.ipv4.tcp_tw_reuse": 1, "net.ipv4.tcp_fin_timeout": 5}
     defaults = yaml.safe_load((UPSTREAM / "roles" / "host_tuning" / "defaults" / "main.yml").read_text())
     assert defaults["host_tuning_sysctls"] == {}, "tuning must be applied only where a paper states it"
