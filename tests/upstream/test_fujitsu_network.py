@@ -67,6 +67,7 @@ def test_four_pbft_peers_commit_every_revised_transfer(tmp_path):
         assert state == {"height": checked["height"],
                          "balances": [1_000_000_000 - TRANSFERS, 1_000_000_000 + TRANSFERS]}, checked
     assert checked["height"] == blocks["block_number"].max() + 1
-    # Each peer and chaincode process was started and listened where it should.
-    peers = {addr for name, addr in watch.listeners if name == "fabric06_peer"}
-    assert {f"127.0.0.1:{7050 + 100 * i}" for i in range(NODES)} <= peers, watch.listeners
+    # Each peer listened on its own REST, gRPC and events ports, on loopback only.
+    listened = {addr for _, addr in watch.listeners}
+    assert {f"127.0.0.1:{base + 100 * i}" for i in range(NODES) for base in (7050, 7051, 7053)} <= listened, listened
+    assert all(addr.startswith("127.0.0.1:") for addr in listened), listened
