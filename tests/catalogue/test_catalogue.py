@@ -100,6 +100,11 @@ def test_runnable_set_is_as_planned():
         ("fastfabric", "fig8-block-size"),
         ("fastfabric", "table1-end-to-end"),
         ("fujitsu-api", "fig4-api-comparison"),
+        *(("validation-opt", e) for e in (
+            "fig2-original-leveldb-vscc-threads", "fig3-original-leveldb-block-size",
+            "fig4-original-couchdb-vscc-threads", "fig5-original-couchdb-block-size",
+            "fig7-optimized-leveldb-vscc-threads", "fig8-optimized-leveldb-block-size",
+            "fig9-optimized-couchdb-vscc-threads", "fig10-optimized-couchdb-block-size")),
     }
 
 
