@@ -144,7 +144,7 @@ def validate(c, file=None):
     "system": "reference (this repository's commits; upstream systems are not tracked yet)",
     "experiment": "[paper:]experiment, e.g. fig6-peer-throughput",
     "commits": "A..B (A, then each first-parent commit up to B) or one commit (with --batches)",
-    "repeat": "points per commit (default 5; at least 3)",
+    "repeat": "points per commit (default 5; at least 4, the fewest with which the test can call a change)",
     "scale": "smoke | local | paper",
     "bisect": "binary-search A..B for the first commit that differs from A",
     "batches": "measure one commit this many times and report how often the test flags a change (false positives)",

@@ -263,8 +263,10 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
     if system not in SYSTEMS:
         raise HarnessError(f"regress --system {system!r}: only the reference build (this repository's commits) "
                            "is tracked yet; upstream systems' commits need a build per commit of their repository")
-    if repeat < 3:
-        raise HarnessError(f"--repeat {repeat}: the test needs at least 3 points per commit")
+    if repeat < 4:
+        # with 3 points a side the smallest two-sided p is 0.1: no change could ever be called
+        raise HarnessError(f"--repeat {repeat}: the test needs at least 4 points per commit "
+                           f"(with 3 a side no p-value falls below {ALPHA})")
     repo = Path(repo or REPO_ROOT).resolve()
     root = Path(root or REPO_ROOT / "build" / "regress")
     from .reproduce import REPORTS, RESULTS

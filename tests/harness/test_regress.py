@@ -131,5 +131,10 @@ def test_batches_of_one_commit_report_the_false_positive_rate(doubles, repo, tmp
 def test_upstream_systems_and_tiny_samples_are_refused(repo):
     with pytest.raises(HarnessError, match="only the reference build"):
         R.regress("fabric-1.2", "fig6", "HEAD~1..HEAD", repo=repo)
-    with pytest.raises(HarnessError, match="at least 3 points"):
-        R.regress("reference", "fig6", "HEAD~1..HEAD", repeat=2, repo=repo)
+    with pytest.raises(HarnessError, match="at least 4 points"):
+        R.regress("reference", "fig6", "HEAD~1..HEAD", repeat=3, repo=repo)
+
+
+def test_four_points_a_side_is_the_fewest_that_can_call_a_change():
+    assert R.mann_whitney([1, 2, 3], [4, 5, 6])[1] > R.ALPHA
+    assert R.mann_whitney([1, 2, 3, 4], [5, 6, 7, 8])[1] < R.ALPHA

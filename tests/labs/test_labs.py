@@ -94,7 +94,7 @@ def test_lab04_regression_or_noise(tmp_path):
     assert "false-positive rate over 1 pairs" in out.stdout
     doc = json.loads((tmp_path / "reports" / "regress" / "reference" / "fig6-peer-throughput" /
                       "regress.json").read_text())
-    assert [len(c["values"]) for c in doc["commits"]] == [3, 3]
+    assert [len(c["values"]) for c in doc["commits"]] == [4, 4]
 
 
 @needs_ansible
