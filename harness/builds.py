@@ -148,8 +148,9 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
             systems_dir: Path | None = None) -> None:
     """Build (or reuse) the upstream build of every variant (``{variant: (system, switches)}``) and record it.
 
-    ``provenance[system]`` is the system's build without flavours' extras
-    (its first variant's); ``variants[variant]`` names each variant's own.
+    ``provenance[system]`` is the system's build without flavours where a
+    variant has it (else its first variant's); ``variants[variant]`` names
+    each variant's own.
     """
     if choice.kind != "upstream":
         return
@@ -163,7 +164,8 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
                 raise HarnessError(f"variant {variant} is built on {built.info['base']}, which has no upstream "
                                    f"driver {choice.driver!r}")
             choice.variant_drivers[variant] = spec
-        choice.provenance.setdefault(system, built.provenance())
+        if system not in choice.provenance or (choice.provenance[system].get("flavours") and not built.info.get("flavours")):
+            choice.provenance[system] = built.provenance()  # the system's own tree where a variant has it
         choice.variants[variant] = {k: v for k, v in built.provenance().items()
                                     if k in ("system", "key", "path", "flavours", "base", "patches", "grafts")}
 
