@@ -103,3 +103,15 @@ def test_phase_log_golden_rows(tree, tmp_path):
     for name in ("TestGoldenRows", "TestGoldenOptimized", "TestFiles", "TestNilBlock"):
         assert f"--- PASS: {name}" in out.stdout, out.stdout
     _reset(tree)
+
+
+def test_smallbank_chaincode_against_fabric_11_shim(tree, tmp_path):
+    """workloads/smallbank/fabric-1.1's own test (every operation, Caliper's key layout) against v1.1.0's shim."""
+    gopath = tree.parents[3]
+    src = gopath / "src" / "fabricrepro" / "chaincode" / "smallbank"
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(ROOT / "workloads" / "smallbank" / "fabric-1.1", src, ignore=shutil.ignore_patterns("go.mod"))
+    env = {**os.environ, "GOPATH": str(gopath), "GO111MODULE": "off", "GOFLAGS": "-tags=nopkcs11", "TMPDIR": str(tmp_path)}
+    out = subprocess.run(["go", "test", "-count=1", "-trimpath", "."], cwd=src, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
