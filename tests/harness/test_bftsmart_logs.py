@@ -1,6 +1,7 @@
-"""The parsers of harness/bftsmart_logs.py on golden samples: real output of the
-published programs, captured on this machine (tests/harness/fixtures/bftsmart-orderer/,
-README there says from which run)."""
+"""The parsers of harness/bftsmart_logs.py on golden samples: output of the
+published programs captured on this machine (tests/harness/fixtures/bftsmart-orderer/;
+its README says from which run, and that throughput_0.log is written from the
+source's logging calls, not captured)."""
 
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def test_microbench_server():
 
 
 def test_broadcast_summary():
-    assert L.broadcast_summary(_read("broadcast_msg.out")) == {"sent": 400, "total": 400}
+    assert L.broadcast_summary(_read("broadcast_msg.out")) == {"sent": 1000, "total": 1000}
 
 
 @pytest.mark.parametrize("parser", [L.receiver_blocks, L.node_throughput, L.signature_rates, L.microbench_server,
