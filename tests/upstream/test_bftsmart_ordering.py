@@ -60,7 +60,7 @@ def test_four_nodes_and_a_frontend_order_envelopes_into_signed_blocks(tmp_path, 
     variables = {"fabricrepro_point": "p000", "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
                  "fabricrepro_controller_dir": str(tmp_path / "controller" / work), "fabricrepro_switches": {},
                  "fabricrepro_stop_order": list(reversed(ROLES)), "fabricrepro_upstream_dir": str(build),
-                 "bftsmart_nodes": 4, "bftsmart_frontends": 1, "bftsmart_block_size": BLOCK_SIZE,
+                 "bftsmart_config_nodes": 4, "bftsmart_config_frontends": 1, "bftsmart_config_block_size": BLOCK_SIZE,
                  "bftsmart_broadcast_messages": ENVELOPES, "bftsmart_broadcast_goroutines": GOROUTINES}
     pids: set[int] = set()
     with N.NetnsCluster(tmp_path / "netns", list(roles), roles=roles) as cluster:
