@@ -51,7 +51,7 @@ def test(c):
         raise Exit(code=1)
 
 
-@task(iterable=["set"], help={
+@task(iterable=["set", "variant"], help={
     "paper": "paper id (a file papers/<paper>.yaml)",
     "experiment": "one experiment of the paper (default: all)",
     "scale": "smoke | local | paper",
@@ -59,6 +59,7 @@ def test(c):
     "repeat": "repetitions per configuration (overrides the scale's)",
     "resume": "a run directory to continue with its missing points",
     "set": "override a parameter: name=value (repeatable)",
+    "variant": "run only this variant of the experiment (repeatable; default: every runnable one)",
     "inventory": "ssh: your Ansible inventory, one group per topology role (infra/inventories/*.example.yml)",
     "remote_work_root": "ssh/aws: working directory on the servers (default /var/tmp/fabricrepro)",
     "preflight": "ssh/aws: check reachability, OS, cores, memory and clock before deploying (default on)",
@@ -74,7 +75,8 @@ def test(c):
 })
 def reproduce(c, paper, experiment=None, scale="smoke", provider="local", repeat=None, resume=None, set=None,
               inventory=None, remote_work_root=None, preflight=True, clock_sync=True, ami_id=None,
-              operator_cidr=None, region=None, key_file=None, instance_type=None, build="auto", source="auto"):
+              operator_cidr=None, region=None, key_file=None, instance_type=None, build="auto", source="auto",
+              variant=None):
     """Run a paper's experiments and render its report."""
     from harness.config import parse_assignments, parse_value
     from harness.reproduce import reproduce as run
@@ -94,7 +96,7 @@ def reproduce(c, paper, experiment=None, scale="smoke", provider="local", repeat
     runs = _guard(lambda: run(paper, experiment, scale=scale, provider=provider,
                               repeat=parse_value(repeat) if repeat else None, resume=resume,
                               overrides=parse_assignments(set), provider_options=options,
-                              build=build, source=source))
+                              build=build, source=source, variants=variant or None))
     unfinished = [r for r in runs if r.metadata["status"] != "complete"]
     if unfinished:
         raise Exit("error: " + "; ".join(f"{r.metadata['experiment']} {r.metadata['status']}: {r.metadata.get('reason')}"

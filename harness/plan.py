@@ -17,6 +17,7 @@ from pathlib import Path
 from . import REPO_ROOT, SCHEMA_VERSION
 from .catalogue import Paper, load_system, load_yaml, scale_of
 from .config import check, declarations, from_environment, harness_defaults, resolve
+from .errors import HarnessError
 
 #: Keys of catalogue mappings that annotate a value rather than set a parameter.
 ANNOTATIONS = ("note", "citation", "citations")
@@ -123,6 +124,11 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
     for name in sorted(base):
         check(name, base[name], named.get(base_sources[name], base_sources[name]), declared)
 
+    known = [v["id"] for v in experiment.get("variants") or []]
+    unknown = sorted(set(only_variants or []) - set(known))
+    if unknown:
+        raise HarnessError(f"experiment {experiment['id']} has no variant {', '.join(unknown)}; "
+                           f"its variants: {', '.join(known)}")
     variants, not_runnable = {}, {}
     for v in experiment.get("variants") or []:
         if v.get("runnable") is False:

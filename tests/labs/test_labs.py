@@ -52,7 +52,8 @@ def _run(cmd: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
 
 
 def _summaries(tmp_path: Path, experiment: str) -> list[dict]:
-    return [json.loads(p.read_text()) for p in (tmp_path / "results").glob(f"*/{experiment}/*/points/*/summary.json")]
+    return [json.loads(p.read_text()) for p in (tmp_path / "results").glob(f"*/{experiment}/*/points/*/summary.json")
+            if p.parts[-4] != "latest"]
 
 
 def _lab(prefix: str) -> Path:
@@ -77,7 +78,7 @@ def test_lab02_block_size_end_to_end(tmp_path):
         _run(cmd, tmp_path)
     (summary,) = _summaries(tmp_path, "table1-end-to-end")
     assert summary["status"] == "complete" and summary["metrics"]["tx_latency_p99_ms"] > 0
-    (point,) = (tmp_path / "results").glob("fastfabric/table1-end-to-end/*/points/*/")
+    (point,) = [p for p in (tmp_path / "results").glob("fastfabric/table1-end-to-end/2*/points/*") if p.is_dir()]
     assert (point / "block_txs.parquet").exists(), "latency is matched by transaction ID"
 
 
@@ -103,6 +104,6 @@ def test_lab04_regression_or_noise(tmp_path):
 def test_lab05_reference_vs_upstream(tmp_path):
     for cmd in commands(_lab("05")):
         _run(cmd, tmp_path)
-    runs = (tmp_path / "results").glob("fastfabric/fig6-peer-throughput/*/metadata.json")
+    runs = (tmp_path / "results").glob("fastfabric/fig6-peer-throughput/2*/metadata.json")
     assert {json.loads(m.read_text())["build"]["kind"] for m in runs} == {"upstream", "reference"}
     assert "Fidelity" in (tmp_path / "reports" / "fastfabric" / "report.md").read_text()
