@@ -60,11 +60,7 @@ def snapshots_dir() -> Path:
 
 
 def systems_with_recipe(systems_dir: Path = SYSTEMS) -> list[str]:
-    """Ids of the systems whose ``upstream.yaml`` is a build recipe (schema version 2).
-
-    The others still hold only the pins and server deploy of the older
-    upstream path (``playbooks/upstream/``, checked by ``infra/upstream_dryrun.py``).
-    """
+    """Ids of the systems whose ``upstream.yaml`` is a build recipe (schema version 2)."""
     return sorted(p.parent.name for p in Path(systems_dir).glob("*/upstream.yaml")
                   if (load_yaml(p) or {}).get("schema_version") == 2)
 

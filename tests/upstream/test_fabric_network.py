@@ -41,7 +41,7 @@ from harness.runner import role_variables
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "infra"))
-from upstream_dryrun import check_rendered  # noqa: E402  (infra/ is not a package)
+from config_keys import check_rendered  # noqa: E402  (infra/ is not a package)
 
 BUILD = os.environ.get("FABRICREPRO_FABRIC_BUILD", "")
 TRANSFERS = int(os.environ.get("FABRICREPRO_FABRIC_TRANSFERS", "300"))
