@@ -29,7 +29,6 @@ per-commit series, the change points and links to the runs.
 from __future__ import annotations
 
 import base64
-import fcntl
 import html
 import io
 import itertools
@@ -42,7 +41,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import REPO_ROOT
+from . import REPO_ROOT, upstream
 from .catalogue import list_papers, load_paper
 from .errors import HarnessError
 from .rundir import read_json, write_json
@@ -184,12 +183,8 @@ def network_lock():
     if not NETWORK_LOCK:
         yield
         return
-    with open(NETWORK_LOCK, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    with upstream.file_lock(Path(NETWORK_LOCK)):
+        yield
 
 
 def samples(run_path: Path, metric: str) -> list[float]:

@@ -341,7 +341,7 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
     if not marker.exists():
         marker.write_text("// Upstream builds (harness/upstream.py): GOPATH trees, not part of any module.\n"
                           "module fabricrepro/build/upstream\n", encoding="utf-8")
-    with _lock(final.parent / f"{key}.lock"):
+    with file_lock(final.parent / f"{key}.lock"):
         if (final / "build.json").is_file():
             log(f"upstream {system}: reusing build {key} ({final})")
             return Build(system, final, json.loads((final / "build.json").read_text(encoding="utf-8")))
@@ -515,8 +515,9 @@ def _write_go_wrapper(tools: Path) -> None:
 
 
 @contextlib.contextmanager
-def _lock(path: Path):
-    with open(path, "w") as f:
+def file_lock(path: Path):
+    """Hold an exclusive flock on ``path`` (created if missing) for the block."""
+    with open(path, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
