@@ -80,7 +80,7 @@ def _driver(name: str = "end-to-end", system: str = "fabric-1.2") -> dict:
 
 
 def point_setup(tmp_path: Path, driver: str, clients: Path, fabric_build: Path, system: str = "fabric-1.2",
-                **parameters):
+                switches: dict | None = None, **parameters):
     """Inventory and extra variables of one point of ``system``'s ``driver`` on the local provider, as
     harness/runner.py makes them.
 
@@ -100,7 +100,7 @@ def point_setup(tmp_path: Path, driver: str, clients: Path, fabric_build: Path, 
     variables = {  # as harness/runner.py run_point passes them
         "fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
         "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
-        "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": {},
+        "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": switches or {},
         "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(fabric_build),
         **role_variables(point)}
     return spec, inventory, variables, point_dir

@@ -20,16 +20,13 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from harness import upstream
-from harness.providers.base import groups_of
-from harness.providers.local import LocalProvider
-from harness.runner import role_variables
 from tests.upstream.test_fabric_network import clients, run_watched  # noqa: F401  (clients: a fixture)
+from tests.upstream.test_fabric_network import point_setup as fabric_point_setup
 
 REPO = Path(__file__).resolve().parents[2]
 TXS = int(os.environ.get("FABRICREPRO_VALIDATION_TXS", "200"))
@@ -52,24 +49,9 @@ pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason(
 
 def point_setup(tmp_path: Path, clients: Path, build: Path, switches: dict):
     """Inventory and extra variables of one validation-breakdown point on the local provider, as harness/runner.py makes them."""
-    spec = upstream.load_recipe("validation-opt")["drivers"]["validation-breakdown"]
-    layout: dict[str, list[str]] = {}
-    for component, role in spec["placement"].items():
-        layout.setdefault(role, []).append(component)
-    provider = LocalProvider(work_root=tmp_path / "work", bin_dir=clients)
-    inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
-    point = SimpleNamespace(id="p000", parameters={
-        "transactions": TXS, "block_size": BLOCK_SIZE, "point_timeout_s": 600, "payload_bytes": 0, "seed": 1,
-        "batch_timeout_ms": 1000, "rate_tps": 0, "loadgen_streams": 4, "vscc_threads": 4})
-    point_dir = tmp_path / "run" / "points" / point.id
-    work = f"test/validation-breakdown/run/{point.id}"
-    variables = {
-        "fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
-        "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
-        "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": switches,
-        "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(build),
-        **role_variables(point)}
-    return spec, inventory, variables, point_dir
+    return fabric_point_setup(tmp_path, "validation-breakdown", clients, build, system="validation-opt",
+                              switches=switches, transactions=TXS, block_size=BLOCK_SIZE, payload_bytes=0,
+                              batch_timeout_ms=1000, vscc_threads=4)
 
 
 @pytest.mark.parametrize("switches", [
