@@ -163,7 +163,8 @@ def test() -> int:
     junit = build_dir / "pytest.xml"
     junit.unlink(missing_ok=True)
     print("$ pytest tests/", flush=True)
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/", f"--junitxml={junit}"], cwd=REPO_ROOT,
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/", f"--junitxml={junit}",
+                    "--durations=25"], cwd=REPO_ROOT,
                    check=False)
     if junit.exists():
         p, f = pytest_counts(junit.read_text(encoding="utf-8"))

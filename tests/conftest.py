@@ -1,6 +1,9 @@
-"""Shared pytest setup: the repository root is importable (``harness``), and tests
+"""Shared pytest setup: the repository root is importable (``harness``); tests
 marked ``netns`` (they build network-namespace hosts) are skipped, with the
-reason, where this machine cannot build them."""
+reason, where this machine cannot build them; tests marked ``network`` (they
+start servers on this machine's fixed loopback ports) hold the machine's
+network lock while they run, so a test suite and a benchmark or another
+engineer's run never start two networks on the same ports."""
 
 import os
 import shutil
@@ -10,9 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.upstream import file_lock
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+#: The lock `invoke regress` also takes (harness/regress.py); empty disables it.
+NETWORK_LOCK = os.environ.get("FABRICREPRO_NETWORK_LOCK", "/tmp/fabricrepro-network.lock")
 
 
 def netns_skip_reason() -> str | None:
@@ -32,3 +40,14 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "netns" in item.keywords:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(autouse=True)
+def _one_network_at_a_time(request):
+    """Tests marked ``network`` run under the machine's network lock (taken after their
+    module's builds, which need no lock). Do not wrap pytest in ``flock`` on the same file."""
+    if "network" not in request.keywords or not NETWORK_LOCK:
+        yield
+        return
+    with file_lock(Path(NETWORK_LOCK)):
+        yield

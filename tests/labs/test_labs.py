@@ -3,9 +3,8 @@
 The commands run as a student types them (``python -m invoke ...`` in the
 repository), with the run store and reports moved to a temporary directory
 (FABRICREPRO_RESULTS, FABRICREPRO_REPORTS). They start real networks on
-loopback: CI runs these tests serially; run them by hand under the network
-lock (``flock /tmp/fabricrepro-network.lock python -m pytest tests/labs``),
-which is why ``invoke regress`` is told not to take it again.
+loopback, so each holds the machine's network lock (the ``network`` marker,
+tests/conftest.py), which is why ``invoke regress`` is told not to take it again.
 """
 
 import json
@@ -61,6 +60,7 @@ def _lab(prefix: str) -> Path:
 
 
 needs_ansible = pytest.mark.skipif(shutil.which("ansible-playbook") is None, reason="needs ansible-playbook")
+pytestmark = pytest.mark.network
 
 
 @needs_ansible

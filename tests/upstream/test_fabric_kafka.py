@@ -43,7 +43,7 @@ def _kafka_skip_reason() -> str | None:
     return _skip_reason()
 
 
-pytestmark = pytest.mark.skipif(_kafka_skip_reason() is not None, reason=_kafka_skip_reason() or "")
+pytestmark = [pytest.mark.skipif(_kafka_skip_reason() is not None, reason=_kafka_skip_reason() or ""), pytest.mark.network]
 
 
 def test_kafka_orderer_type_needs_the_kafka_driver(tmp_path, clients, fabric_build):

@@ -31,7 +31,7 @@ def _skip_reason() -> str | None:
     return f"no FastFabric source to build: {why}" if why else None
 
 
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+pytestmark = [pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""), pytest.mark.network]
 
 
 @pytest.fixture(scope="module")

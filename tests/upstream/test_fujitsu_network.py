@@ -11,7 +11,7 @@ four peers reach the same height with the balances those transfers imply
 (the client's check), and that teardown leaves nothing running.
 
 Skipped with a reason without ``../shared/upstream``, Ansible, Go or
-Debian's RocksDB headers. Run it under ``flock /tmp/fabricrepro-network.lock``.
+Debian's RocksDB headers. It holds the network lock (the ``network`` marker).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _skip_reason() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+pytestmark = [pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""), pytest.mark.network]
 
 
 def test_four_pbft_peers_commit_every_revised_transfer(tmp_path):

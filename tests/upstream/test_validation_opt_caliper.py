@@ -45,7 +45,7 @@ def _skip_reason() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+pytestmark = [pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""), pytest.mark.network]
 
 
 def _caliper_rows(log: str) -> dict[str, tuple[int, int]]:
