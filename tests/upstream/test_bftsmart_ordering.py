@@ -53,8 +53,6 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.skip(reason="flaky on 2 cores: in 1 of 2 runs node 1 never logged 'Ready to process operations' "
-                         "within 180 s (state up to date, no view); open in issue 11")
 def test_four_nodes_and_a_frontend_order_envelopes_into_signed_blocks(tmp_path, build):
     roles = {"nodes": ["bftsmart_node"], "frontend": ["bftsmart_frontend", "bftsmart_receiver", "bftsmart_broadcast"]}
     point_dir = tmp_path / "run" / "points" / "p000"
