@@ -23,7 +23,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import fidelity  # noqa: E402
+from . import fidelity, phase_figures  # noqa: E402
 from .analyze import analyze_run  # noqa: E402
 from .catalogue import load_paper  # noqa: E402
 from .metrics import METRICS  # noqa: E402
@@ -286,6 +286,11 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     return blocks + figures
 
 
+#: A paper's own figures beside the main one, named by the experiment's ``axes.figure``: a function
+#: (experiment, summary, figure prefix, build kind) -> blocks; it may judge the summary's qualitative claims.
+EXTRA_FIGURES = {"phase-breakdown": phase_figures.report_blocks}
+
+
 def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tuple], list[dict]]:
     """The report blocks (figures inline as PNG bytes) of one experiment with a stored run, and its claim verdicts."""
     summary = analyze_run(run)
@@ -302,6 +307,11 @@ def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tup
         blocks.append(("img", figure_name, png, cap))
     else:
         blocks.append(("p", f"No measured data to draw. {cap}"))
+    extra = (stored.get("axes") or {}).get("figure")
+    if extra:
+        if extra not in EXTRA_FIGURES:
+            raise ValueError(f"{stored['id']}: axes.figure {extra!r} is not one of {sorted(EXTRA_FIGURES)}")
+        blocks += EXTRA_FIGURES[extra](stored, summary, figure_name.removesuffix(".png"), kind)
     headers, rows = _measured_table(stored, summary, kind)
     if rows:
         blocks.append(("table", headers, rows))
