@@ -51,6 +51,21 @@ def block_validation_latency_ms(phases: pd.DataFrame) -> float:
     return float(((b["committed_ns"] - b["received_ns"]) / NS_PER_MS).mean()) if len(b) else math.nan
 
 
+def committer_busy_ratio(phases: pd.DataFrame) -> float:
+    """Share of the measured span the committer spent on blocks (1 = saturated: a block always waiting).
+
+    The span runs from the first data block's arrival to the last one's commit.
+    Commit throughput measures the peer only when this is near 1; below it the
+    peer waited for blocks and the throughput is the offered load's.
+    """
+    from .metrics import data_blocks
+    b = data_blocks(phases)
+    if not len(b):
+        return math.nan
+    span = b["committed_ns"].iloc[-1] - b["received_ns"].iloc[0]
+    return float((b["committed_ns"] - b["received_ns"]).sum() / span) if span > 0 else math.nan
+
+
 def commit_throughput(phases: pd.DataFrame) -> float:
     """Valid transactions per second committed, from the blocks' commit times (``harness.metrics.commit_throughput_tps``)."""
     from .metrics import commit_throughput_tps
@@ -63,6 +78,8 @@ PHASE_METRICS = (
      "valid tx per second committed by the peer, from inter-block commit times (the paper's commit throughput)"),
     ("block_validation_latency_ms", "ms", ("phases",), block_validation_latency_ms,
      "mean per-block time from entering the committer to commit (the paper's block validation latency)"),
+    ("committer_busy_ratio", "ratio", ("phases",), committer_busy_ratio,
+     "share of the measured span the peer's committer spent validating and committing blocks (1 = saturated)"),
     *((name, "ms", ("phases",), (lambda phases, cols=cols: mean_latency_ms(phases, cols)),
        "mean per-block " + " + ".join(c[:-3] for c in cols) + " latency (phase log)")
       for name, cols in LATENCIES.items()),

@@ -45,6 +45,8 @@ def test_phase_metrics_of_the_golden_sample(phases):
         "vscc_plus_statedb_read_latency_ms": (50 + 40 + 50) / 3,
         "commit_phases_latency_ms": (25 + 25 + 13) / 3,
     }
+    # The committer's time on blocks 5-7 over the span from block 5's arrival (1.0 s) to block 7's commit (1.28 s).
+    assert math.isclose(got["committer_busy_ratio"], (90 + 80 + 80) / 280, rel_tol=1e-9), got["committer_busy_ratio"]
     for name, value in want.items():
         assert math.isclose(got[name], value, rel_tol=1e-9), (name, got[name], value)
     assert {metrics.METRICS[n].unit for n in want if n.endswith("_ms")} == {"ms"}
