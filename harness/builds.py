@@ -11,7 +11,7 @@ Every system has two builds behind one interface (docs/architecture.md):
 A driver spec is ``{playbook, roles, binaries, placement}``: the playbook of
 a point, the roles it starts (teardown stops them in reverse), this
 repository's commands it needs, and the topology role each component's host
-has. ``--build auto`` (the default) takes upstream wherever its recipe has the
+has (or a list of roles: one host each, e.g. one PBFT peer per host). ``--build auto`` (the default) takes upstream wherever its recipe has the
 driver and its source is at hand, and says why when it falls back.
 """
 
@@ -69,9 +69,10 @@ class Choice:
         """``{host_role: [component, ...]}`` over every system's driver."""
         out: dict[str, list[str]] = {}
         for spec in [*self.drivers.values(), *self.variant_drivers.values()]:
-            for component, role in spec["placement"].items():
-                if component not in out.setdefault(role, []):
-                    out[role].append(component)
+            for component, roles in spec["placement"].items():
+                for role in [roles] if isinstance(roles, str) else roles:
+                    if component not in out.setdefault(role, []):
+                        out[role].append(component)
         return out
 
     def binaries(self) -> list[str]:

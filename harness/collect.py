@@ -8,6 +8,7 @@ units in every column name and the schema version in the parquet metadata:
     blocks.csv      (peer block log, committer benchmark)  -> blocks.parquet
     deliveries.csv  (block watcher)                        -> deliveries.parquet
     txs.csv         (load generator)                       -> txs.parquet
+    cc_messages.csv (Fabric v0.6.1 peer and chaincode)     -> cc_messages.parquet
 
 Each table gains a ``host`` column; rows of several hosts are concatenated.
 The tables keep every block; an end-to-end point also has ``measured.json``
@@ -45,8 +46,10 @@ TABLES = {
     "phases": {"columns": ["block_number", "tx_count", "valid_count", "received_ns", "committed_ns", "vscc_ns",
                            "statedb_read_ns", "mvcc_ns", "ledger_write_ns", "statedb_write_ns", "history_write_ns",
                            "others_ns", "vsc_statedb_read_ns", "ledger_statedb_write_ns"], "rename": {}},
+    # Fabric v0.6.1's peer<->chaincode messages (systems/fujitsu-api/patches/0003; harness/chaincode_timing.py)
+    "cc_messages": {"columns": ["side", "event", "type", "tx_id", "unix_ns"], "rename": {}},
 }
-_STRINGS = {"tx_id", "status", "validation_code"}
+_STRINGS = {"tx_id", "status", "validation_code", "side", "event", "type"}
 META_VERSION = b"fabricrepro.schema_version"
 META_TABLE = b"fabricrepro.table"
 

@@ -188,6 +188,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
 # The validation-phase paper's metrics over the peer's phase log (table ``phases``).
 from .phase_metrics import PHASE_METRICS  # noqa: E402
 METRICS.update({spec[0]: Metric(*spec) for spec in PHASE_METRICS})
+# Fig. 2 of the Fujitsu paper over the peer<->chaincode message times (table ``cc_messages``).
+from .chaincode_timing import CHAINCODE_METRICS  # noqa: E402
+METRICS.update({spec[0]: Metric(*spec) for spec in CHAINCODE_METRICS})
 
 
 def compute_all(tables: dict[str, pd.DataFrame]) -> dict[str, float]:

@@ -42,14 +42,17 @@ def skip_reason(experiment: dict, systems_dir: Path | None = None) -> str | None
     return None
 
 
-def network_links(experiment: dict, hosts: dict[str, list[str]]) -> list[dict]:
+def network_links(experiment: dict, hosts: dict[str, list[str]], delay_ms: float | None = None) -> list[dict]:
     """The links the experiment's ``network`` asks for between the run's hosts.
 
     ``network.rate_mbit`` / ``network.delay_ms`` apply to every ordered pair of
     hosts; ``network.links`` (``{from, to, delay_ms, rate_mbit}`` by topology
     role) override single pairs. A delayed link proxies the ports of the
     servers on its ``to`` host (clients only dial out, so delay towards a host
-    without servers has nothing to act on and is left out).
+    without servers has nothing to act on and is left out). ``delay_ms`` (the
+    points' ``network_latency_ms``, swept by the Fujitsu paper's Fig. 5) is the
+    delay of each listed link that states none, 0 included, so that each point
+    can change it (``provider.set_link_delay``).
     """
     net = experiment.get("network") or {}
     pairs: dict[tuple[str, str], dict] = {}
@@ -64,15 +67,24 @@ def network_links(experiment: dict, hosts: dict[str, list[str]]) -> list[dict]:
             if link[end] not in hosts:
                 raise HarnessError(f"experiment {experiment['id']}: network link {link['from']}->{link['to']}: "
                                    f"{link[end]!r} is not a host of this run (hosts: {', '.join(hosts)})")
-        pairs[(link["from"], link["to"])] = {k: link[k] for k in ("rate_mbit", "delay_ms") if link.get(k)}
+        shape = {k: link[k] for k in ("rate_mbit", "delay_ms") if link.get(k)}
+        if delay_ms is not None and "delay_ms" not in shape:
+            shape["delay_ms"] = delay_ms
+        pairs[(link["from"], link["to"])] = shape
     links = []
     for (a, b), shape in sorted(pairs.items()):
         ports = host_ports(hosts[b])
-        if shape.get("delay_ms") and not ports:
+        if "delay_ms" in shape and not ports:
             shape.pop("delay_ms")
         if shape:
-            links.append({"from": a, "to": b, **shape, **({"ports": ports} if shape.get("delay_ms") else {})})
+            links.append({"from": a, "to": b, **shape, **({"ports": ports} if "delay_ms" in shape else {})})
     return links
+
+
+def point_latency(plan: Plan) -> float | None:
+    """The first point's ``network_latency_ms`` when the experiment sets it (the links' delay at start)."""
+    values = [p.parameters["network_latency_ms"] for p in plan.points if "network_latency_ms" in p.parameters]
+    return float(values[0]) if values else None
 
 
 def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice) -> None:
@@ -91,7 +103,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
     try:
         groups = provider.up(hosts, run.path)
         inventory = provider.inventory(run.path / "inventory.yml", groups)
-        links = provider.apply_links(network_links(experiment, hosts))
+        links = provider.apply_links(network_links(experiment, hosts, point_latency(plan)))
         tuning = provider.tune(host_settings(run))
         run.metadata.update({"roles": groups, "cluster": {**provider.describe(), "links": links},
                              "host_tuning": tuning,
@@ -106,6 +118,10 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
             progress.start(point.id)
             started_ns = time.time_ns()
             upstream_build = build.builds.get(point.variant)
+            if "network_latency_ms" in point.parameters and links:
+                # Each point's delay on the links between the hosts (Fujitsu Fig. 5), stored with the point.
+                applied = provider.set_link_delay(float(point.parameters["network_latency_ms"]))
+                write_json(run.point_dir(point.id) / "links.json", applied)
             summary = run_point(run, point, driver, build.driver_spec(point.variant, point.system), inventory,
                                 provider.work_root,
                                 provider.bin_dir, upstream_build.path if upstream_build else None)
@@ -147,7 +163,9 @@ def _collect_resources(monitor: ResourceMonitor, start_ns: int, end_ns: int, poi
 
 def _not_deployed(experiment: dict, hosts: dict[str, list[str]]) -> dict[str, int]:
     """Roles of the paper's topology that this build does not deploy (e.g. Kafka before it exists)."""
-    return {role: n for role, n in (experiment.get("topology") or {}).items() if n and role not in hosts}
+    # one host per instance of a role is named <role><i> (e.g. peer0..peer3 for one PBFT peer each)
+    deployed = set(hosts) | {h.rstrip("0123456789") for h in hosts}
+    return {role: n for role, n in (experiment.get("topology") or {}).items() if n and role not in deployed}
 
 
 def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smoke", provider: str = "local",

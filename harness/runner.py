@@ -92,6 +92,7 @@ def role_variables(point: Point) -> dict:
             "fabric06_client_processes": int(point.parameters.get("concurrent_processes", 1)),
             "fabric06_client_transactions": transactions, "fabric06_client_timeout_s": timeout,
             "fabric06_client_rate_per_process": point.parameters.get("process_rate_tps", 0),
+            "fabric06_cc_timing": bool(point.parameters.get("chaincode_timing", False)),
             **({"fabric06_peer_pbft_batch_size": int(point.parameters["batch_size"])}
                if "batch_size" in point.parameters else {})}
 

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import yaml
 
+from ..errors import HarnessError
+
 
 
 class Provider(ABC):
@@ -73,10 +75,22 @@ class Provider(ABC):
         each link as not applied, with the reason, instead of failing: the
         report then says the network of the paper was not emulated.
         """
-        return [{**link, "applied": False,
-                 "reason": f"the {self.name} provider runs every role on one host; "
-                           "use --provider netns (toxiproxy, tc htb) or ssh/aws (tc netem, tbf)"}
-                for link in links]
+        self.links_recorded = [{**link, "applied": False,
+                                "reason": f"the {self.name} provider runs every role on one host; "
+                                          "use --provider netns (toxiproxy, tc htb) or ssh/aws (tc netem, tbf)"}
+                               for link in links]
+        return self.links_recorded
+
+    def set_link_delay(self, delay_ms: float) -> list[dict]:
+        """Set the delay of every delayed link applied so far (one sweep point's); return the links.
+
+        A provider that applied no delay has nothing to change: it returns the
+        links as recorded (not applied, with the reason).
+        """
+        recorded = getattr(self, "links_recorded", None)
+        if recorded is None:
+            raise HarnessError(f"the {self.name} provider cannot change the links' delay from one point to the next")
+        return [{**link, "delay_ms": delay_ms} for link in recorded]
 
     def tune(self, sysctls: dict) -> list[dict]:
         """Set the kernel parameters a paper states for its hosts; return what was (or was not) set.

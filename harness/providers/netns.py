@@ -610,7 +610,7 @@ class NetnsCluster:
             ports = [int(p) for p in (link.get("ports") or ([link["port"]] if link.get("port") else []))]
             rec = {"from": src, "to": dst, "ports": ports, "delay_ms": link.get("delay_ms"),
                    "rate_mbit": link.get("rate_mbit"), "delay_method": None, "rate_method": None}
-            if link.get("delay_ms"):
+            if link.get("delay_ms") is not None:  # 0 too: a later point may set another (set_link_delay)
                 if not ports:
                     raise HarnessError(f"link {src}->{dst}: delay_ms needs a port (toxiproxy proxies TCP ports)")
                 if dst not in toxi_ports:
@@ -623,6 +623,17 @@ class NetnsCluster:
             self._shape(src, recs)
         self.links_applied.extend(applied)
         return applied
+
+    def set_link_delay(self, delay_ms: float) -> list[dict]:
+        """Set ``delay_ms`` on every delayed link (both directions of each of its proxies); return the links."""
+        for rec in self.links_applied:
+            for name in rec.get("proxies") or []:
+                for stream in ("upstream", "downstream"):
+                    _http_json("POST", f"{rec['toxiproxy_api']}/proxies/{name}/toxics/latency_{stream}",
+                               {"attributes": {"latency": int(round(delay_ms)), "jitter": 0}})
+            if rec.get("proxies"):
+                rec.update({"delay_ms": delay_ms, "rtt_added_ms": 2 * int(round(delay_ms))})
+        return [dict(rec) for rec in self.links_applied]
 
     def _start_toxiproxy(self, host: str) -> str:
         binary = find_toxiproxy()
@@ -843,6 +854,9 @@ class NetnsProvider(Provider):
     def apply_links(self, links: list[dict]) -> list[dict]:
         return self._up().apply_links([{**l, "from": self.host_name(l["from"]), "to": self.host_name(l["to"])}
                                        for l in links])
+
+    def set_link_delay(self, delay_ms: float) -> list[dict]:
+        return self._up().set_link_delay(delay_ms)
 
     def tune(self, sysctls: dict) -> list[dict]:
         """Set each parameter inside every host's network namespace (net.* settings are per namespace).

@@ -99,7 +99,9 @@ def test_runnable_set_is_as_planned():
         ("fastfabric", "fig7-parameter-sensitivity"),
         ("fastfabric", "fig8-block-size"),
         ("fastfabric", "table1-end-to-end"),
+        ("fujitsu-api", "fig2-chaincode-time"),
         ("fujitsu-api", "fig4-api-comparison"),
+        ("fujitsu-api", "fig5-network-latency"),
         *(("validation-opt", e) for e in (
             "fig2-original-leveldb-vscc-threads", "fig3-original-leveldb-block-size",
             "fig4-original-couchdb-vscc-threads", "fig5-original-couchdb-block-size",

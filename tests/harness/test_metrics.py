@@ -17,7 +17,7 @@ EXPECTED = json.loads((GOLDEN / "expected.json").read_text())
 
 @pytest.fixture(scope="module")
 def tables():
-    return {t: read_csv(GOLDEN / f"{t}.csv", t) for t in ("blocks", "deliveries", "txs", "block_txs", "phases")}
+    return {t: read_csv(GOLDEN / f"{t}.csv", t) for t in ("blocks", "deliveries", "txs", "block_txs", "phases", "cc_messages")}
 
 
 @pytest.mark.parametrize("name", sorted(metrics.METRICS))
