@@ -23,7 +23,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import fidelity, phase_figures  # noqa: E402
+from . import fidelity, fujitsu_figures, phase_figures  # noqa: E402
 from .analyze import analyze_run  # noqa: E402
 from .catalogue import load_paper  # noqa: E402
 from .metrics import METRICS  # noqa: E402
@@ -288,7 +288,9 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
 
 #: A paper's own figures beside the main one, named by the experiment's ``axes.figure``: a function
 #: (experiment, summary, figure prefix, build kind) -> blocks; it may judge the summary's qualitative claims.
-EXTRA_FIGURES = {"phase-breakdown": phase_figures.report_blocks}
+EXTRA_FIGURES = {"phase-breakdown": phase_figures.report_blocks,
+                 "chaincode-breakdown": fujitsu_figures.breakdown_blocks,
+                 "nodes-like-one": fujitsu_figures.judge_nodes, "latency-advantage": fujitsu_figures.judge_latency}
 
 
 def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tuple], list[dict]]:

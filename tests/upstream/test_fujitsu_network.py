@@ -8,7 +8,9 @@ Request of two DiffUpdates per transfer, the variant with both switches on),
 and two client processes spread over the peers. Proves that every transfer
 committed (the blocks after the deploy hold exactly the transfers), that all
 four peers reach the same height with the balances those transfers imply
-(the client's check), and that teardown leaves nothing running.
+(the client's check), that vp0 and its chaincode recorded every transfer's
+messages (patch 0003, Fig. 2: one CR and the TRANSACTION/COMPLETED pair, two
+round trips each), and that teardown leaves nothing running.
 
 Skipped with a reason without ``../shared/upstream``, Ansible, Go or
 Debian's RocksDB headers. It holds the network lock (the ``network`` marker).
@@ -24,6 +26,8 @@ import pandas as pd
 import pytest
 
 from harness import upstream
+from harness.chaincode_timing import transactions
+from harness.collect import read_csv
 from tests.upstream.test_fabric_network import point_setup, run_watched
 
 REVISED = {"diff_update": True, "compound": True}
@@ -50,7 +54,8 @@ def test_four_pbft_peers_commit_every_revised_transfer(tmp_path):
     build = upstream.build("fujitsu-api", "snapshot", switches=REVISED).path
     spec, inventory, variables, point_dir = point_setup(
         tmp_path, "chaincode-api", tmp_path / "bin", build, system="fujitsu-api",
-        transactions=TRANSFERS, nodes=NODES, concurrent_processes=2, point_timeout_s=300, process_rate_tps=50)
+        transactions=TRANSFERS, nodes=NODES, concurrent_processes=2, point_timeout_s=300, process_rate_tps=50,
+        chaincode_timing=True)
     variables["fabricrepro_switches"] = REVISED
     watch, _, _ = run_watched(tmp_path, spec, inventory, variables, point_dir, timeout=400, configs=[])
     raw = point_dir / "raw" / "localhost"
@@ -71,3 +76,8 @@ def test_four_pbft_peers_commit_every_revised_transfer(tmp_path):
     listened = {addr for _, addr in watch.listeners}
     assert {f"127.0.0.1:{base + 100 * i}" for i in range(NODES) for base in (7050, 7051, 7053)} <= listened, listened
     assert all(addr.startswith("127.0.0.1:") for addr in listened), listened
+    # Fig. 2's timing: every transfer vp0 executed, as two round trips whose phases add up to its time.
+    timed = transactions(read_csv(raw / "cc_messages.csv", "cc_messages"))
+    assert len(timed) == TRANSFERS and (timed["round_trips"] == 2).all(), timed.describe()
+    assert (timed["transfer_ns"] + timed["chaincode_ns"] + timed["peer_ns"] == timed["total_ns"]).all()
+    assert (timed[["transfer_ns", "chaincode_ns", "peer_ns"]] > 0).all().all()

@@ -1,0 +1,73 @@
+"""The Fujitsu paper's qualitative claims judged from measured means (harness/fujitsu_figures.py),
+and its Fig. 2 breakdown drawn: synthetic run summaries, fast."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import fujitsu_figures as ff
+from harness.catalogue import load_paper
+
+PAPER = load_paper("fujitsu-api")
+
+
+def _group(variant: str, sweep: dict, **metrics) -> dict:
+    return {"variant": variant, "sweep": sweep, "metrics": {k: {"n": 1, "mean": v} for k, v in metrics.items()}}
+
+
+def _claims(experiment: dict) -> list[dict]:
+    return [dict(c, verdict="not comparable", reason="judge it from the figure") for c in experiment["claims"]]
+
+
+def _latency_summary(existent: dict, revised: dict) -> dict:
+    groups = [_group("existent-api", {"network_latency_ms": ms}, throughput_tps=v) for ms, v in existent.items()]
+    groups += [_group("revised-api", {"network_latency_ms": ms}, throughput_tps=v) for ms, v in revised.items()]
+    return {"groups": groups}
+
+
+def test_latency_claims_as_the_paper_describes_them_are_reproduced():
+    exp = PAPER.experiment("fig5-network-latency")
+    summary = {**_latency_summary({0: 700, 4: 690, 32: 600, 64: 300}, {0: 1350, 4: 1340, 32: 1100, 64: 310}),
+               "claims": _claims(exp)}
+    ff.judge_latency(exp, summary)
+    assert {c["id"]: c["verdict"] for c in summary["claims"]} == {
+        "no-effect-to-4ms": "reproduced", "small-loss-to-32ms": "reproduced", "advantage-gone-64ms": "reproduced"}
+    assert "revised/existent at 64 ms = 1.03" in summary["claims"][2]["reason"]
+
+
+def test_latency_claims_fail_when_the_rates_say_otherwise():
+    exp = PAPER.experiment("fig5-network-latency")
+    summary = {**_latency_summary({0: 700, 4: 400, 32: 100, 64: 100}, {0: 1350, 4: 700, 32: 110, 64: 300}),
+               "claims": _claims(exp)}
+    ff.judge_latency(exp, summary)
+    assert {c["verdict"] for c in summary["claims"]} == {"not reproduced"}
+
+
+def test_latency_claims_without_a_baseline_say_why():
+    exp = PAPER.experiment("fig5-network-latency")
+    summary = {**_latency_summary({4: 690}, {4: 1340}), "claims": _claims(exp)}
+    ff.judge_latency(exp, summary)
+    assert all(c["verdict"] == "not comparable" and "at 0 or" in c["reason"] for c in summary["claims"])
+
+
+@pytest.mark.parametrize("four, verdict", [(700, "reproduced"), (300, "not reproduced")])
+def test_four_nodes_like_one(four, verdict):
+    exp = PAPER.experiment("fig4-api-comparison")
+    groups = [_group(v, {"nodes": n, "concurrent_processes": 16}, throughput_tps=t)
+              for v, n, t in [("existent-api", 1, 717), ("existent-api", 4, four),
+                              ("revised-api", 1, 1417), ("revised-api", 4, 1350)]]
+    summary = {"groups": groups, "claims": _claims(exp)}
+    ff.judge_nodes(exp, summary)
+    claim = next(c for c in summary["claims"] if c["id"] == "four-nodes-like-one")
+    assert claim["verdict"] == verdict, claim["reason"]
+
+
+def test_breakdown_figure_and_table():
+    exp = PAPER.experiment("fig2-chaincode-time")
+    metrics = dict(chaincode_exec_time_ms=1.19, chaincode_transfer_us=1000, chaincode_chaincode_us=130,
+                   chaincode_peer_us=60, chaincode_message_share=84.0, chaincode_round_trips=5,
+                   chaincode_serial_bound_tps=840, throughput_tps=100)
+    blocks = ff.breakdown_blocks(exp, {"groups": [_group("existent-api", {}, **metrics)]}, "fig2")
+    assert blocks[0][0] == "img" and blocks[0][2][:8] == b"\x89PNG\r\n\x1a\n"
+    assert blocks[1][2] == [["existent API", "1.19", "1000", "130", "60", "84", "5", "840", "100"]]
+    assert ff.breakdown_blocks(exp, {"groups": []}, "fig2") == []
