@@ -9,7 +9,13 @@ samples in tests/harness/fixtures/bftsmart-orderer/):
 * ``signature_rates``: ``bft.test.TestSignatures`` (signatures per second);
 * ``microbench_server``: BFT-SMaRt's ``ThroughputLatencyServer`` (operations
   per second and latencies, printed by every replica);
-* ``broadcast_summary``: the fork's ``broadcast_msg`` (envelopes acknowledged).
+* ``broadcast_summary``: the fork's ``broadcast_msg`` (envelopes acknowledged);
+* ``workload_latencies``: ``bft.test.WorkloadClient``'s ``latency_<id>.log`` (its
+  "latency" logger: per envelope of its own, the block and milliseconds from
+  submission to the block's arrival).
+
+``point_tables`` turns a point's fetched logs into the tables its metrics read
+(``harness.collect`` stores them beside the CSV tables).
 
 A parser given text without what it looks for raises ``HarnessError`` naming
 the program, so a run whose program failed never yields a number.
@@ -18,7 +24,10 @@ the program, so a run whose program failed never yields a number.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
 
 from .errors import HarnessError
 
@@ -55,11 +64,12 @@ def node_throughput(text: str) -> list[dict]:
     bft.BFTNode logs ``envelopes/second`` every THROUGHPUT_INTERVAL envelopes and
     ``blocks/second`` every THROUGHPUT_INTERVAL blocks, each the rate since its
     previous report (the first since the first envelope or block).
+    The rate is Java's float division by whole milliseconds: ``Infinity`` when the
+    interval took under one millisecond (a decision's envelopes come in one go),
+    kept as ``inf`` (an interval of no time; ``rate`` adds it as such).
     """
     out = []
     for stamp, unit, value in _THROUGHPUT.findall(text):
-        if value == "Infinity":
-            raise HarnessError(f"throughput log: an interval of zero milliseconds at {stamp}; raise THROUGHPUT_INTERVAL")
         out.append({"time": datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f"), "unit": unit, "per_s": float(value)})
     if not out:
         raise HarnessError("throughput log has no 'envelopes/second' or 'blocks/second' report")
@@ -103,3 +113,87 @@ def broadcast_summary(text: str) -> dict:
         raise HarnessError("broadcast_msg output does not reach 100.00% and 'broadcast message finish'")
     sent, total = map(int, done[-1])
     return {"sent": sent, "total": total}
+
+
+_LATENCY = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\tblock#(\d+)\t(\d+)\s*$", re.M)
+
+
+def workload_latencies(text: str) -> list[dict]:
+    """WorkloadClient's latency log: ``{time, block, latency_ms}`` per envelope it sent and got back in a block."""
+    out = [{"time": datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f"), "block": int(b), "latency_ms": float(ms)}
+           for stamp, b, ms in _LATENCY.findall(text)]
+    if not out:
+        raise HarnessError("WorkloadClient latency log has no 'block#<n>\\t<ms>' line")
+    return out
+
+
+#: Tables ``point_tables`` makes, with their columns (``harness.collect`` loads them with the CSV tables).
+LOG_TABLES = {
+    # node 0's (the leader's) throughput reports: unit "envelopes" or "blocks", rate since the previous report
+    "bft_throughput": ["node", "time_ns", "unit", "per_s"],
+    # TestSignatures' reports: signatures per second per interval, with its threads and block size
+    "bft_signatures": ["threads", "block_size", "per_s"],
+    # WorkloadClient's latencies (Fig. 7): client (its frontend id), block, milliseconds
+    "bft_latency": ["client", "time_ns", "block", "latency_ms"],
+}
+
+
+def _ns(t: datetime) -> int:
+    # the logs carry the hosts' local time without a zone; only differences are used
+    return int(t.replace(tzinfo=timezone.utc).timestamp() * 1e9)
+
+
+def _parsed(parser, path: Path) -> list:
+    try:
+        return parser(path.read_text(errors="replace"))
+    except HarnessError:
+        return []  # nothing measured in this file
+
+
+def point_tables(point_dir: Path) -> dict[str, pd.DataFrame]:
+    """The BFT-SMaRt tables of a point from its fetched logs (``logs/<host>/``); none for other systems.
+
+    Only the leader's (node 0's) throughput log is read: the paper measures there
+    (seed 004 line 147). A log that exists but holds no report is an error (the
+    program ran and measured nothing): it is left out, so the point has no such
+    metric rather than a made-up one.
+    """
+    logs = Path(point_dir) / "logs"
+    out: dict[str, pd.DataFrame] = {}
+    rows = [{"node": 0, "time_ns": _ns(r["time"]), "unit": r["unit"], "per_s": r["per_s"]}
+            for f in sorted(logs.glob("*/throughput_0.log"))
+            for r in _parsed(node_throughput, f)]
+    if rows:
+        out["bft_throughput"] = pd.DataFrame(rows, columns=LOG_TABLES["bft_throughput"])
+    rows = []
+    for f in sorted(logs.glob("*/bftsmart_sigbench-*t-*b.out")):
+        threads, block_size = map(int, re.search(r"-(\d+)t-(\d+)b\.out$", f.name).groups())
+        rows += [{"threads": threads, "block_size": block_size, "per_s": r} for r in _parsed(signature_rates, f)]
+    if rows:
+        out["bft_signatures"] = pd.DataFrame(rows, columns=LOG_TABLES["bft_signatures"])
+    rows = []
+    for f in sorted(logs.glob("*/latency_*.log")):
+        client = f.stem.removeprefix("latency_")
+        if not client.isdigit():
+            continue  # latency_WORKLOAD_CLIENT_ID_IS_UNDEFINED.log: the nodes' logback opens it too, empty
+        rows += [{"client": int(client), "time_ns": _ns(r["time"]), "block": r["block"], "latency_ms": r["latency_ms"]}
+                 for r in _parsed(workload_latencies, f)]
+    if rows:
+        out["bft_latency"] = pd.DataFrame(rows, columns=LOG_TABLES["bft_latency"])
+    return out
+
+
+def rate(reports: pd.DataFrame, unit: str) -> float:
+    """Mean rate of the leader's ``unit`` reports over the measured window, per second.
+
+    Each report is THROUGHPUT_INTERVAL items over its interval, so the rate over
+    several reports is their harmonic mean (items / total time). The first report
+    is left out when there are three or more: its interval starts at the first
+    item, during the clients' start-up.
+    """
+    r = reports[reports["unit"] == unit].sort_values("time_ns")["per_s"]
+    if len(r) >= 3:
+        r = r.iloc[1:]
+    if not len(r) or (r <= 0).any() or not (1.0 / r).sum():
+        return float("nan")
+    return float(len(r) / (1.0 / r).sum())

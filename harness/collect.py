@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import SCHEMA_VERSION
+from . import SCHEMA_VERSION, bftsmart_logs
 from .errors import HarnessError
 
 _BLOCK_TIMES = ["received_ns", "validated_ns", "committed_ns", "vscc_ns", "mvcc_ns",
@@ -101,12 +101,16 @@ def convert_point(point_dir: Path) -> list[str]:
         if frames:
             write_table(pd.concat(frames, ignore_index=True), point_dir / f"{table}.parquet", table)
             written.append(table)
+    # Tables parsed from programs' own logs (the BFT-SMaRt ordering service's, harness/bftsmart_logs.py).
+    for table, df in bftsmart_logs.point_tables(point_dir).items():
+        write_table(df, point_dir / f"{table}.parquet", table)
+        written.append(table)
     return written
 
 
 def load_point(point_dir: Path) -> dict[str, pd.DataFrame]:
     """Every stored table of a point, by name."""
-    return {t: read_table(Path(point_dir) / f"{t}.parquet") for t in TABLES
+    return {t: read_table(Path(point_dir) / f"{t}.parquet") for t in [*TABLES, *bftsmart_logs.LOG_TABLES]
             if (Path(point_dir) / f"{t}.parquet").exists()}
 
 

@@ -201,3 +201,27 @@ def compute_all(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
             out[m.name] = m.compute(*(tables[t] for t in m.tables),
                                     **{t: tables[t] for t in m.optional if t in tables and len(tables[t])})
     return out
+
+# The BFT-SMaRt ordering service's metrics over its programs' logs (tables of
+# harness/bftsmart_logs.py). A name the load generator's tables already give
+# (orderer_throughput_tps) is keyed apart; compute_all reports it by its name.
+from .bftsmart_logs import rate as _bft_rate  # noqa: E402
+
+for _m in (
+    Metric("orderer_throughput_tps", "tx/s", ("bft_throughput",), lambda bft_throughput: _bft_rate(bft_throughput, "envelopes"),
+           "envelopes ordered per second at node 0, the leader (its throughput log; seed 004 line 147)"),
+    Metric("blocks_per_s", "blocks/s", ("bft_throughput",), lambda bft_throughput: _bft_rate(bft_throughput, "blocks"),
+           "blocks made and signed per second at node 0, the leader (its throughput log)"),
+    Metric("signatures_per_s", "signatures/s", ("bft_signatures",),
+           lambda bft_signatures: float(bft_signatures["per_s"].median()),
+           "median of TestSignatures' per-interval ECDSA signature rates"),
+    Metric("signed_envelopes_per_s", "envelopes/s", ("bft_signatures",),
+           lambda bft_signatures: float(bft_signatures["per_s"].median() * bft_signatures["block_size"].iloc[0]),
+           "signing capacity TP_sign x block size (Eq. 1): the median signature rate times TestSignatures' block size"),
+    *(Metric(f"envelope_latency_p{q}_ms", "ms", ("bft_latency",),
+             (lambda bft_latency, q=q: percentile(bft_latency["latency_ms"], q)),
+             f"{q}th percentile of WorkloadClient's envelope latency (submission to the block's arrival)")
+      for q in (50, 90, 99)),
+):
+    METRICS[_m.name if _m.name not in METRICS else f"{_m.name}@{_m.tables[0]}"] = _m
+del _m

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import html
+import inspect
 import io
 import re
 from pathlib import Path
@@ -23,7 +24,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import fidelity, fujitsu_figures, phase_figures  # noqa: E402
+from . import bftsmart_model, fidelity, fujitsu_figures, phase_figures  # noqa: E402
 from .analyze import analyze_run  # noqa: E402
 from .catalogue import load_paper  # noqa: E402
 from .metrics import METRICS  # noqa: E402
@@ -288,7 +289,7 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
 
 #: A paper's own figures beside the main one, named by the experiment's ``axes.figure``: a function
 #: (experiment, summary, figure prefix, build kind) -> blocks; it may judge the summary's qualitative claims.
-EXTRA_FIGURES = {"phase-breakdown": phase_figures.report_blocks,
+EXTRA_FIGURES = {"phase-breakdown": phase_figures.report_blocks, "bftsmart-bound": bftsmart_model.report_blocks,
                  "chaincode-breakdown": fujitsu_figures.breakdown_blocks,
                  "nodes-like-one": fujitsu_figures.judge_nodes, "latency-advantage": fujitsu_figures.judge_latency}
 
@@ -313,7 +314,10 @@ def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tup
     if extra:
         if extra not in EXTRA_FIGURES:
             raise ValueError(f"{stored['id']}: axes.figure {extra!r} is not one of {sorted(EXTRA_FIGURES)}")
-        blocks += EXTRA_FIGURES[extra](stored, summary, figure_name.removesuffix(".png"), kind)
+        hook = EXTRA_FIGURES[extra]
+        # a hook that reads other runs of the store (the BFT-SMaRt bound model) is also given this run
+        more = {"run": run} if "run" in inspect.signature(hook).parameters else {}
+        blocks += hook(stored, summary, figure_name.removesuffix(".png"), kind, **more)
     headers, rows = _measured_table(stored, summary, kind)
     if rows:
         blocks.append(("table", headers, rows))

@@ -94,7 +94,29 @@ def role_variables(point: Point) -> dict:
             "fabric06_client_rate_per_process": point.parameters.get("process_rate_tps", 0),
             "fabric06_cc_timing": bool(point.parameters.get("chaincode_timing", False)),
             **({"fabric06_peer_pbft_batch_size": int(point.parameters["batch_size"])}
-               if "batch_size" in point.parameters else {})}
+               if "batch_size" in point.parameters else {}),
+            **bftsmart_variables(point.parameters)}
+
+
+#: The BFT-SMaRt ordering service's role variables (systems/bftsmart-orderer) that each point parameter sets.
+BFTSMART_VARIABLES = {
+    "nodes": ["bftsmart_config_nodes"],
+    "envelopes_per_block": ["bftsmart_config_block_size", "bftsmart_sigbench_block_size"],
+    "receivers": ["bftsmart_config_frontends"],          # every workload client also receives every block
+    "signing_threads": ["bftsmart_config_signing_threads", "bftsmart_sigbench_threads"],
+    "envelope_bytes": ["bftsmart_workload_envelope_bytes", "bftsmart_sigbench_envelope_bytes"],
+    "duration_s": ["bftsmart_workload_duration_s", "bftsmart_sigbench_duration_s"],
+    "workload_workers": ["bftsmart_workload_workers"],
+    "workload_delay_ms": ["bftsmart_workload_delay_ms"],
+}
+
+
+def bftsmart_variables(parameters: dict) -> dict:
+    """The ``BFTSMART_VARIABLES`` of the parameters a point sets (none for other systems' points)."""
+    if "envelopes_per_block" not in parameters:
+        return {}
+    return {var: int(parameters[name]) for name, variables in BFTSMART_VARIABLES.items() if name in parameters
+            for var in variables}
 
 
 def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,

@@ -55,6 +55,57 @@ def test_output_without_the_expected_lines_is_an_error(parser):
         parser("Exception in thread \"main\" java.lang.NoClassDefFoundError\n")
 
 
-def test_infinite_rate_is_an_error():
-    with pytest.raises(HarnessError, match="zero milliseconds"):
-        L.node_throughput("2026-11-23 23:00:00.000\tblocks/second\tInfinity\n")
+def test_infinite_rate_is_an_interval_of_no_time():
+    # Java's float division by 0 ms: THROUGHPUT_INTERVAL envelopes of one decision in one go
+    reports = L.node_throughput("2026-11-23 23:00:00.000\tenvelopes/second\tInfinity\n")
+    assert reports[0]["per_s"] == float("inf")
+
+
+def test_rate_is_items_over_time_without_the_first_report():
+    import pandas as pd
+    reports = pd.DataFrame({"unit": ["envelopes"] * 4 + ["blocks"], "per_s": [1.0, 100.0, 200.0, float("inf"), 7.0],
+                            "time_ns": range(5)})
+    # the first report (start-up) is left out; 3 intervals over 1/100 + 1/200 + 0 seconds per item
+    assert L.rate(reports, "envelopes") == pytest.approx(200.0)
+    assert L.rate(reports, "blocks") == 7.0
+
+
+def test_point_tables_from_fetched_logs(tmp_path):
+    logs = tmp_path / "logs"
+    (logs / "orderer").mkdir(parents=True)
+    (logs / "server").mkdir()
+    (logs / "orderer" / "throughput_0.log").write_text(_read("throughput_0.log"))
+    (logs / "orderer" / "throughput_1.log").write_text(_read("throughput_0.log"))  # not the leader: not read
+    (logs / "orderer" / "latency_WORKLOAD_CLIENT_ID_IS_UNDEFINED.log").write_text("")
+    (logs / "server" / "bftsmart_sigbench-16t-10b.out").write_text(_read("test_signatures.out"))
+    tables = L.point_tables(tmp_path)
+    assert set(tables) == {"bft_throughput", "bft_signatures"}
+    assert len(tables["bft_throughput"]) == len(L.node_throughput(_read("throughput_0.log")))
+    sig = tables["bft_signatures"]
+    assert set(sig["threads"]) == {16} and set(sig["block_size"]) == {10}
+    assert list(sig["per_s"]) == L.signature_rates(_read("test_signatures.out"))
+
+
+def test_point_tables_leave_out_a_log_without_reports(tmp_path):
+    (tmp_path / "logs" / "orderer").mkdir(parents=True)
+    (tmp_path / "logs" / "orderer" / "throughput_0.log").write_text("")  # the run ended before 1000 envelopes
+    assert L.point_tables(tmp_path) == {}
+
+
+def test_metrics_of_the_log_tables(tmp_path):
+    from harness.metrics import compute_all
+    from harness.runner import bftsmart_variables
+    (tmp_path / "logs" / "h").mkdir(parents=True)
+    (tmp_path / "logs" / "h" / "throughput_0.log").write_text(_read("throughput_0.log"))
+    (tmp_path / "logs" / "h" / "bftsmart_sigbench-16t-10b.out").write_text(_read("test_signatures.out"))
+    m = compute_all(L.point_tables(tmp_path))
+    rates = sorted(L.signature_rates(_read("test_signatures.out")))
+    assert m["signatures_per_s"] == pytest.approx(rates[len(rates) // 2] if len(rates) % 2 else
+                                                  (rates[len(rates) // 2 - 1] + rates[len(rates) // 2]) / 2)
+    assert m["signed_envelopes_per_s"] == pytest.approx(10 * m["signatures_per_s"])
+    assert m["orderer_throughput_tps"] > 0 and "throughput_tps" not in m
+    # a point's parameters -> the roles' variables (none for a point of another system)
+    v = bftsmart_variables({"nodes": 7, "envelopes_per_block": 100, "envelope_bytes": 40, "receivers": 1})
+    assert v["bftsmart_config_nodes"] == 7 and v["bftsmart_config_block_size"] == 100
+    assert v["bftsmart_workload_envelope_bytes"] == 40 and v["bftsmart_config_frontends"] == 1
+    assert bftsmart_variables({"nodes": 4, "batch_size": 500}) == {}

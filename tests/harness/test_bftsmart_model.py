@@ -28,3 +28,50 @@ def test_double_signature_halves_the_signing_term():
 def test_bad_input_is_refused(args):
     with pytest.raises(HarnessError):
         throughput_bound(*args)
+
+
+# ---------------------------------------------------------------- the report's part
+from harness import bftsmart_model as M  # noqa: E402
+
+
+def _group(nodes, bs, es, receivers, tp):
+    return {"variant": "bftsmart", "sweep": {"nodes": nodes, "envelopes_per_block": bs, "envelope_bytes": es,
+                                             "receivers": receivers},
+            "metrics": {"orderer_throughput_tps": {"mean": tp}}}
+
+
+def test_bound_rows_halve_the_signing_term_with_two_signatures():
+    rows = M.bound_rows([_group(4, 10, 40, 1, 500.0), _group(4, 100, 40, 1, 9000.0)], 1000.0, both=True)
+    # 1000 sig/s / 2 x 10 = 5000 >= 500 (holds); x 100 = 50000 >= 9000 (holds)
+    assert [(r["sign_term"], r["holds"]) for r in rows] == [(5000.0, True), (50000.0, True)]
+    rows = M.bound_rows([_group(4, 10, 40, 1, 6000.0)], 1000.0, both=True)
+    assert rows[0]["holds"] is False and rows[0]["share"] == pytest.approx(1.2)
+
+
+def test_big_blocks_claim_is_judged_on_small_envelopes():
+    judged = M.judge_fig6([_group(4, 10, 40, 1, 300.0), _group(4, 100, 40, 1, 450.0),
+                           _group(4, 10, 1024, 1, 300.0), _group(4, 100, 1024, 1, 290.0)])
+    ok, reason = judged["big-blocks-help-small-envelopes"]
+    assert ok is True and "1.50 (4 nodes, 40 B, 1 receivers)" in reason
+    judged = M.judge_fig6([_group(4, 10, 40, 1, 300.0), _group(4, 100, 40, 1, 330.0)])
+    assert judged["big-blocks-help-small-envelopes"][0] is False  # 1.1 < 1.2: not "significantly higher"
+
+
+def test_receiver_claims_need_the_receivers_swept():
+    judged = M.judge_fig6([_group(4, 10, 40, 1, 300.0)])
+    assert judged["receivers-matter-less-for-large"][0] is None and "one receiver count" in \
+        judged["receivers-matter-less-for-large"][1]
+    assert judged["receivers-converge"][0] is None and "16 and 32" in judged["receivers-converge"][1]
+    judged = M.judge_fig6([_group(4, 10, 40, 1, 400.0), _group(4, 10, 40, 2, 200.0),
+                           _group(4, 10, 1024, 1, 300.0), _group(4, 10, 1024, 2, 270.0)])
+    ok, reason = judged["receivers-matter-less-for-large"]
+    assert ok is True and "10% for 1-4 KB envelopes, 50% for 40-200 B" in reason
+
+
+def test_report_blocks_without_a_signature_run_says_why():
+    summary = {"groups": [_group(4, 10, 40, 1, 300.0)],
+               "claims": [{"id": "receivers-converge", "compare": "qualitative", "verdict": "not comparable",
+                           "reason": "a qualitative statement: judge it from the figure"}]}
+    blocks = M.report_blocks({"id": M.FIG6}, summary, "figures/x", "upstream", run=None)
+    assert "TP_sign is not measured" in blocks[0][1]
+    assert "16 and 32" in summary["claims"][0]["reason"]
