@@ -61,6 +61,9 @@ def role_variables(point: Point) -> dict:
     generator's and block watcher's (which the end-to-end drivers use, and the
     upstream build's committer benchmark, which orders the blocks first).
     """
+    if "transactions" not in point.parameters and "envelopes_per_block" in point.parameters:
+        # the BFT-SMaRt ordering service's points run for a time (duration_s), not a transaction count
+        return bftsmart_variables(point.parameters)
     transactions = int(_param(point, "transactions"))
     block_size = int(_param(point, "block_size"))
     blocks = math.ceil(transactions / block_size)
