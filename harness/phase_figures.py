@@ -73,7 +73,7 @@ def draw_breakdown(experiment: dict, summary: dict, build: str = "") -> bytes | 
     published = [p for p in experiment.get("published") or []
                  if p.get("metric") == "commit_throughput_tps" and p.get("value") is not None]
     with plt.rc_context(FIGURE_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 4.4))
+        fig, ax = plt.subplots(figsize=(9.6, 4.8))
         tp = ax.twinx()
         seen, ticks, names = set(), [], []
         for xi, xv in enumerate(xs):
@@ -81,7 +81,7 @@ def draw_breakdown(experiment: dict, summary: dict, build: str = "") -> bytes | 
                 group = next((g for x_, v, g in rows if x_ == xv and v == vid), None)
                 pos = xi + (vi - (len(variants) - 1) / 2) * width
                 ticks.append(pos)
-                names.append(f"{x}={xv}\n{labels[vid].split(' (')[0]}")
+                names.append(labels[vid].split(" (")[0])
                 if group is None:
                     continue
                 bottom = 0.0
@@ -103,15 +103,19 @@ def draw_breakdown(experiment: dict, summary: dict, build: str = "") -> bytes | 
                                 label=None if ("pub", vid) in seen else f"{labels[vid]}: throughput (published)")
                         seen.add(("pub", vid))
         ax.set_xticks(ticks, names, fontsize=7)
+        x_label = (experiment.get("axes") or {}).get("x_label") or x
+        for xi, xv in enumerate(xs):  # the swept value under each group of bars
+            ax.annotate(f"{x_label}: {xv}", (xi, 0), xycoords=("data", "axes fraction"), xytext=(0, -24),
+                        textcoords="offset points", ha="center", va="top", fontsize=8)
         ax.set_ylabel("Latency breakdown per block (ms, mean)")
         tp.set_ylabel("Commit throughput (tx/s)")
         tp.set_ylim(bottom=0)
-        ax.set_title(f"{experiment.get('ref', experiment['id'])}: {experiment['title']} (breakdown)", fontsize=10)
+        ax.set_title(f"{experiment.get('ref', experiment['id'])}: latency breakdown and commit throughput", fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
         handles = ax.get_legend_handles_labels()
         more = tp.get_legend_handles_labels()
-        ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="upper left", bbox_to_anchor=(1.12, 1))
-        fig.tight_layout()
+        fig.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="center right")
+        fig.subplots_adjust(left=0.07, right=0.53, bottom=0.17, top=0.92)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", metadata={"Software": None})
         plt.close(fig)
