@@ -46,11 +46,16 @@ class Choice:
     builds: dict[str, upstream.Build] = field(default_factory=dict)   # variant -> build
     variants: dict[str, dict] = field(default_factory=dict)           # variant -> its build's provenance
     variant_drivers: dict[str, dict] = field(default_factory=dict)    # variant -> driver spec, where not its system's
+    companions: dict[str, dict] = field(default_factory=dict)         # variant -> {system: build} its driver also runs
     driver: str = ""                                                  # the catalogue driver of the run
 
     def driver_spec(self, variant: str, system: str) -> dict:
         """The driver spec a point of ``variant`` runs with."""
         return self.variant_drivers.get(variant) or self.drivers[system]
+
+    def companion_dirs(self, variant: str) -> dict[str, str]:
+        """``{system: build dir}`` of the companion builds a point of ``variant`` runs (docs/upstream.md)."""
+        return {s: str(b.path) for s, b in self.companions.get(variant, {}).items()}
 
     def metadata(self, switches: dict) -> dict:
         """What ``metadata.json`` records under ``build``."""
@@ -169,6 +174,13 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
             choice.provenance[system] = built.provenance()  # the system's own tree where a variant has it
         choice.variants[variant] = {k: v for k, v in built.provenance().items()
                                     if k in ("system", "key", "path", "flavours", "base", "patches", "grafts")}
+        # Builds of other systems the driver's roles also run (e.g. the published
+        # clients of FastFabric against Fabric v1.2.0's orderer), without flavours.
+        for other in choice.driver_spec(variant, system).get("companions") or []:
+            companion = upstream.build(other, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log)
+            choice.companions.setdefault(variant, {})[other] = companion
+            choice.variants[variant].setdefault("companions", {})[other] = {
+                k: v for k, v in companion.provenance().items() if k in ("system", "key", "path", "patches")}
 
 
 def known_drivers(systems_dir: Path | None = None) -> set[str]:

@@ -124,7 +124,8 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
                 write_json(run.point_dir(point.id) / "links.json", applied)
             summary = run_point(run, point, driver, build.driver_spec(point.variant, point.system), inventory,
                                 provider.work_root,
-                                provider.bin_dir, upstream_build.path if upstream_build else None)
+                                provider.bin_dir, upstream_build.path if upstream_build else None,
+                                build.companion_dirs(point.variant))
             _collect_resources(monitor, started_ns, time.time_ns(), run.point_dir(point.id), progress)
             metric = experiment.get("metric")
             value = summary["metrics"].get(metric)

@@ -90,6 +90,9 @@ def role_variables(point: Point) -> dict:
                if "block_pipeline_goroutines" in point.parameters else {}),
             **({"fastfabric_peerbench_tx_threads": int(point.parameters["tx_validation_goroutines"])}
                if "tx_validation_goroutines" in point.parameters else {}),
+            # FastFabric's orderer experiment (Fig. 4): the payload every envelope is padded to.
+            **({"fastfabric_broadcast_payload_bytes": int(float(point.parameters["payload_kb"]) * 1024)}
+               if "payload_kb" in point.parameters else {}),
             # Fabric v0.6.1's PBFT network and its client processes (systems/fujitsu-api).
             "fabric06_nodes": int(point.parameters.get("nodes", 1)),
             "fabric06_client_processes": int(point.parameters.get("concurrent_processes", 1)),
@@ -123,11 +126,12 @@ def bftsmart_variables(parameters: dict) -> dict:
 
 
 def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,
-              bin_dir: Path, upstream_dir: Path | None = None) -> dict:
+              bin_dir: Path, upstream_dir: Path | None = None, companion_dirs: dict | None = None) -> dict:
     """Run one point to its end and return its summary (status complete, failed or interrupted).
 
     ``spec`` is the driver of the point's system in the run's build
-    (``harness.builds``); ``upstream_dir`` the upstream build it runs, if any.
+    (``harness.builds``); ``upstream_dir`` the upstream build it runs, if any;
+    ``companion_dirs`` other systems' builds its roles also run (``{system: dir}``).
     Re-raises ``Interrupted`` after the teardown so that the whole run stops.
     """
     point_dir = run.point_dir(point.id)
@@ -142,6 +146,7 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
         "fabricrepro_switches": point.switches,
         "fabricrepro_stop_order": list(reversed(spec["roles"])),
         **({"fabricrepro_upstream_dir": str(upstream_dir)} if upstream_dir else {}),
+        **({"fabricrepro_companion_dirs": companion_dirs} if companion_dirs else {}),
         **role_variables(point),
     }
     logs = point_dir / "logs"
