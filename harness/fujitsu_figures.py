@@ -66,6 +66,7 @@ def draw_breakdown(experiment: dict, summary: dict, build: str = "") -> bytes | 
                 bottom += value
             share = 100 * parts[0] / bottom if bottom else 0
             ax.text(i, bottom, f"{bottom / 1000:.2f} ms\n{share:.0f}% transfer", ha="center", va="bottom", fontsize=8)
+        ax.set_ylim(0, 1.2 * max(sum(parts) for _, parts in bars))  # room for the labels
         ax.set_xticks(range(len(bars)), [b[0] for b in bars])
         ax.set_ylabel("Time per transaction (µs)")
         ax.set_title(f"{experiment.get('ref')}: chaincode execution time by phase"
