@@ -96,6 +96,7 @@ def test_blocks_table_from_the_rest_blocks(tmp_path, chain):
     assert table["block_number"].tolist() == [2, 3, 4]
     assert table["tx_count"].tolist() == table["valid_count"].tolist() == [3, 4, 3]
     assert table["committed_ns"].tolist() == [102_500_000_000, 103_500_000_000, 104_500_000_000]
+    assert (table["vscc_ns"] == 0).all()  # v0.6 measures no phase durations
     # The harness's throughput: the transfers after the first block over the time between first and last.
     assert commit_throughput_tps(table) == pytest.approx(7 / 2.0)
 
