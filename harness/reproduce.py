@@ -104,6 +104,9 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
         groups = provider.up(hosts, run.path)
         inventory = provider.inventory(run.path / "inventory.yml", groups)
         links = provider.apply_links(network_links(experiment, hosts, point_latency(plan)))
+        if point_latency(plan) is not None and links and all(link.get("applied") is False for link in links):
+            raise HarnessError(f"{experiment['id']} sweeps network_latency_ms, but the {provider.name} provider "
+                               "cannot delay links (" + links[0].get("reason", "") + ")")
         tuning = provider.tune(host_settings(run))
         run.metadata.update({"roles": groups, "cluster": {**provider.describe(), "links": links},
                              "host_tuning": tuning,
