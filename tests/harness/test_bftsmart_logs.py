@@ -1,7 +1,6 @@
 """The parsers of harness/bftsmart_logs.py on golden samples: output of the
 published programs captured on this machine (tests/harness/fixtures/bftsmart-orderer/;
-its README says from which run, and that throughput_0.log is written from the
-source's logging calls, not captured)."""
+its README says from which run)."""
 
 from pathlib import Path
 
@@ -26,11 +25,16 @@ def test_receiver_blocks():
 
 
 def test_node_throughput():
-    reports = L.node_throughput(_read("throughput_0.log"))
+    reports = L.node_throughput(_read("throughput_3.log"))
     units = {r["unit"] for r in reports}
     assert units == {"envelopes", "blocks"}
     assert all(r["per_s"] > 0 for r in reports)
     assert [r["time"] for r in reports] == sorted(r["time"] for r in reports)
+
+
+def test_workload_latencies():
+    rows = L.workload_latencies(_read("latency_1000.log"))
+    assert len(rows) == 20 and all(r["latency_ms"] > 0 and r["block"] >= 1 for r in rows)
 
 
 def test_signature_rates():
@@ -74,13 +78,13 @@ def test_point_tables_from_fetched_logs(tmp_path):
     logs = tmp_path / "logs"
     (logs / "orderer").mkdir(parents=True)
     (logs / "server").mkdir()
-    (logs / "orderer" / "throughput_0.log").write_text(_read("throughput_0.log"))
-    (logs / "orderer" / "throughput_1.log").write_text(_read("throughput_0.log"))  # not the leader: not read
+    (logs / "orderer" / "throughput_0.log").write_text(_read("throughput_3.log"))
+    (logs / "orderer" / "throughput_1.log").write_text(_read("throughput_3.log"))  # not the leader: not read
     (logs / "orderer" / "latency_WORKLOAD_CLIENT_ID_IS_UNDEFINED.log").write_text("")
     (logs / "server" / "bftsmart_sigbench-16t-10b.out").write_text(_read("test_signatures.out"))
     tables = L.point_tables(tmp_path)
     assert set(tables) == {"bft_throughput", "bft_signatures"}
-    assert len(tables["bft_throughput"]) == len(L.node_throughput(_read("throughput_0.log")))
+    assert len(tables["bft_throughput"]) == len(L.node_throughput(_read("throughput_3.log")))
     sig = tables["bft_signatures"]
     assert set(sig["threads"]) == {16} and set(sig["block_size"]) == {10}
     assert list(sig["per_s"]) == L.signature_rates(_read("test_signatures.out"))
@@ -96,7 +100,7 @@ def test_metrics_of_the_log_tables(tmp_path):
     from harness.metrics import compute_all
     from harness.runner import bftsmart_variables
     (tmp_path / "logs" / "h").mkdir(parents=True)
-    (tmp_path / "logs" / "h" / "throughput_0.log").write_text(_read("throughput_0.log"))
+    (tmp_path / "logs" / "h" / "throughput_0.log").write_text(_read("throughput_3.log"))
     (tmp_path / "logs" / "h" / "bftsmart_sigbench-16t-10b.out").write_text(_read("test_signatures.out"))
     m = compute_all(L.point_tables(tmp_path))
     rates = sorted(L.signature_rates(_read("test_signatures.out")))
