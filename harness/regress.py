@@ -16,11 +16,19 @@ A change between two samples is called by a stated test, never by eye:
 * a two-sided Mann–Whitney U test (exact: the permutation distribution of U
   over every split of the pooled values) at ``ALPHA``, **and**
 * a relative change of the medians of at least ``MIN_CHANGE``, with the
-  rank-biserial correlation reported as effect size.
+  rank-biserial correlation reported as effect size, **and**
+* the same verdict, in the same direction, from a re-measurement of both
+  commits alternating point by point (``repeat`` fresh points each). Samples
+  taken one after the other confound the commit with the machine's load at
+  the time: on 2 shared cores another job's build can halve the throughput for
+  minutes, and the first test then flags a commit against itself. Alternating
+  spreads such drift over both sides (asv's interleaved rounds do the same).
 
 ``--batches K`` measures one commit K x ``repeat`` times (one run, each
-point a fresh deployment), cuts the points in order into K batches and
-compares every pair: the share flagged is the false-positive rate here.
+point a fresh deployment), cuts the points in run order into K batches and
+tests every pair as it would two commits: the share of pairs flagged by the
+first test and the share still called after the re-measurement are the
+false-positive rates here.
 ``--bisect`` binary-searches ``A..B`` for the first commit that differs from
 ``A``. The page ``reports/regress/<system>/<experiment>/index.html`` shows the
 per-commit series, the change points and links to the runs.
@@ -49,7 +57,9 @@ from .rundir import read_json, write_json
 ALPHA = 0.05
 MIN_CHANGE = 0.10
 TEST = (f"two-sided Mann–Whitney U (exact permutation distribution) at alpha {ALPHA}, and a relative change "
-        f"of the medians of at least {MIN_CHANGE:.0%}; effect size: rank-biserial correlation")
+        f"of the medians of at least {MIN_CHANGE:.0%}; effect size: rank-biserial correlation; a flagged change "
+        "is called only if a re-measurement of both commits, alternating point by point, flags it in the same "
+        "direction")
 BUILD_INPUTS = ("cmd", "internal", "go.mod", "go.sum")
 #: The machine's one-network-at-a-time lock (flock). Set FABRICREPRO_NETWORK_LOCK to another file, or to
 #: nothing when the caller already holds it (a test run under flock).
@@ -177,21 +187,33 @@ def find_experiment(name: str, papers_dir: Path | None = None) -> tuple[str, dic
     return found[0]
 
 
+_lock_held = False
+
+
 @contextmanager
 def network_lock():
-    """One network at a time on this machine (fixed ports, CPU measurements): the project's flock."""
-    if not NETWORK_LOCK:
+    """One network at a time on this machine (fixed ports, CPU measurements): the project's flock.
+
+    Re-entrant, so that a re-measurement holds it across all its alternating points (one wait in the queue).
+    """
+    global _lock_held
+    if not NETWORK_LOCK or _lock_held:
         yield
         return
     with upstream.file_lock(Path(NETWORK_LOCK)):
-        yield
+        _lock_held = True
+        try:
+            yield
+        finally:
+            _lock_held = False
 
 
 def samples(run_path: Path, metric: str) -> list[float]:
-    """The metric of every complete, valid point of a stored run of one configuration."""
+    """The metric of every complete, valid point of a stored run of one configuration, in run order."""
     out, configurations = [], set()
-    for summary in sorted((run_path / "points").glob("*/summary.json")):
-        s = read_json(summary)
+    # run order is repetition order (a name sort puts r10 before r2, and batches must follow time)
+    for s in sorted((read_json(p) for p in (run_path / "points").glob("*/summary.json")),
+                    key=lambda s: s["repetition"]):
         if s.get("status") == "complete" and s.get("valid", True) and s["metrics"].get(metric) is not None:
             out.append(s["metrics"][metric])
             configurations.add((s["variant"], tuple(sorted(s["sweep"].items()))))
@@ -287,6 +309,33 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
             f"for the network lock{', stored' if m['reused'] else ''})")
         return row
 
+    def alternating(a: dict, b: dict) -> tuple[list[float], list[float], list[str]]:
+        """``repeat`` fresh points of each of a and b, in the order ab ba ab ...: drift hits both alike."""
+        values, runs = {0: [], 1: []}, []
+        bin_dirs = [build(repo, commit, root, log)[0] for commit in (a, b)]
+        with network_lock():
+            for i in range(repeat):
+                for side in (0, 1) if i % 2 == 0 else (1, 0):
+                    m = measure((a, b)[side], bin_dirs[side], paper, experiment, scale, 1, store, fresh=True)
+                    values[side] += m["values"]
+                    runs += m["runs"]
+        return values[0], values[1], runs
+
+    def tested(a: dict, b: dict) -> dict:
+        """compare(a, b); a flagged change stands only if the alternating re-measurement flags it the same way."""
+        first = compare(a["values"], b["values"])
+        if not first["changed"]:
+            return first
+        log(f"regress: {a['short']} -> {b['short']} flagged (p {first['p']:.3g}, {first['relative_change']:+.1%}); "
+            f"re-measuring both alternately, {repeat} points each")
+        va, vb, runs = alternating(a, b)
+        again = compare(va, vb)
+        same_way = again["changed"] and (again["relative_change"] > 0) == (first["relative_change"] > 0)
+        log(f"regress: re-measured p {again['p']:.3g}, {again['relative_change']:+.1%}: "
+            f"{'confirmed' if same_way else 'not confirmed'}")
+        return {**first, "flagged": True, "changed": same_way,
+                "confirmation": {**again, "values_before": va, "values_after": vb, "runs": runs}}
+
     if batches > 1:
         # One run of batches x repeat points (each point a fresh deployment), cut in order into batches:
         # one lock hold instead of one per batch on a machine others share.
@@ -294,15 +343,16 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
         rows = [{**whole, "values": whole["values"][i * repeat:(i + 1) * repeat], "batch": i,
                  "median": statistics.median(whole["values"][i * repeat:(i + 1) * repeat])}
                 for i in range(batches)]
-        pairs = [{"a": i, "b": j, **compare(rows[i]["values"], rows[j]["values"])}
-                 for i, j in itertools.combinations(range(batches), 2)]
-        doc.update(commits=rows, noise_pairs=pairs,
+        pairs = [{"a": i, "b": j, **tested(rows[i], rows[j])} for i, j in itertools.combinations(range(batches), 2)]
+        flagged = sum(p.get("flagged", False) for p in pairs)
+        doc.update(commits=rows, noise_pairs=pairs, flagged_rate=flagged / len(pairs),
                    false_positive_rate=sum(p["changed"] for p in pairs) / len(pairs))
-        log(f"regress: {sum(p['changed'] for p in pairs)} of {len(pairs)} pairs of batches of one commit flagged")
+        log(f"regress: {flagged} of {len(pairs)} pairs of batches of one commit flagged by the first test, "
+            f"{sum(p['changed'] for p in pairs)} after the re-measurement")
     elif bisect:
         first, last = measured(series[0]), measured(series[-1])
         rows = {0: first, len(series) - 1: last}
-        ends = compare(first["values"], last["values"])
+        ends = last["vs_first"] = tested(first, last)
         doc["bisect"] = {"ends": ends}
         if not ends["changed"]:
             doc["bisect"]["first_changed"] = None
@@ -312,7 +362,8 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 rows[mid] = measured(series[mid])
-                if compare(first["values"], rows[mid]["values"])["changed"]:
+                rows[mid] = {**rows[mid], "vs_first": tested(first, rows[mid])}
+                if rows[mid]["vs_first"]["changed"]:
                     hi = mid
                 else:
                     lo = mid
@@ -321,9 +372,8 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
         doc["commits"] = [rows[i] for i in sorted(rows)]
     else:
         doc["commits"] = [measured(c) for c in series]
-    for before, row in zip(doc["commits"], doc["commits"][1:]):
-        if batches == 1:
-            row["vs_previous"] = compare(before["values"], row["values"])
+        for before, row in zip(doc["commits"], doc["commits"][1:]):
+            row["vs_previous"] = tested(before, row)
     doc["change_points"] = [r["sha"] for r in doc["commits"][1:] if (r.get("vs_previous") or {}).get("changed")]
     doc["load_average_end"] = os.getloadavg()
     out = Path(reports or REPORTS / "regress") / system / experiment["id"]
@@ -365,19 +415,21 @@ def render_html(doc: dict, out: Path) -> str:
     esc = html.escape
     rows = []
     for r in doc["commits"]:
-        vs = r.get("vs_previous") or {}
+        vs = r.get("vs_previous") or r.get("vs_first") or {}
+        verdict = "yes" if vs.get("changed") else "flagged, not confirmed" if vs.get("flagged") else ""
         links = " ".join(f'<a href="{esc(os.path.relpath(p, out))}/summary.json">{esc(Path(p).name)}</a>'
                          for p in r["runs"])
         rows.append(f"<tr{' class=changed' if vs.get('changed') else ''}><td><code>{esc(r['short'])}</code></td>"
                     f"<td>{esc(r['subject'])}</td><td>{len(r['values'])}</td><td>{r['median']:.4g}</td>"
                     f"<td>{vs.get('p', '')}</td><td>{vs.get('relative_change', '')}</td>"
-                    f"<td>{vs.get('rank_biserial', '')}</td><td>{'yes' if vs.get('changed') else ''}</td>"
+                    f"<td>{vs.get('rank_biserial', '')}</td><td>{verdict}</td>"
                     f"<td>{links}</td></tr>")
     extra = ""
     if "false_positive_rate" in doc:
-        extra = (f"<p>Repeated runs of one commit: {sum(p['changed'] for p in doc['noise_pairs'])} of "
-                 f"{len(doc['noise_pairs'])} pairs of batches flagged (false-positive rate "
-                 f"{doc['false_positive_rate']:.2f}).</p>")
+        extra = (f"<p>Repeated runs of one commit: of {len(doc['noise_pairs'])} pairs of batches, "
+                 f"{sum(p.get('flagged', False) for p in doc['noise_pairs'])} flagged by the first test "
+                 f"(rate {doc['flagged_rate']:.2f}), {sum(p['changed'] for p in doc['noise_pairs'])} still called "
+                 f"after the alternating re-measurement (false-positive rate {doc['false_positive_rate']:.2f}).</p>")
     if doc.get("bisect"):
         first = doc["bisect"].get("first_changed")
         extra += f"<p>Bisect: first changed commit <code>{esc(first[:10]) if first else 'none'}</code>.</p>"
@@ -388,7 +440,8 @@ tr.changed{{background:#fdd}}</style>
 <h1>{esc(doc['system'])} build: {esc(doc['paper'])} / {esc(doc['experiment'])}</h1>
 <p>{esc(doc['metric'])} per commit ({esc(doc['commits_spec'])}), {doc['repeat']} points per commit at scale
 {esc(doc['scale'])} on {doc['cores']} cores (load average {doc['load_average_start'][0]:.2f} at start,
-{doc['load_average_end'][0]:.2f} at end). Change test: {esc(doc['test'])}; each commit against the one before.</p>
+{doc['load_average_end'][0]:.2f} at end). Change test: {esc(doc['test'])}; each commit against the one before
+(bisect: against the first).</p>
 {extra}<figure><img alt="series" src="data:image/png;base64,{png}"></figure>
 <table><tr><th>commit</th><th>subject</th><th>n</th><th>median</th><th>p</th><th>relative change</th>
 <th>rank-biserial</th><th>change</th><th>runs</th></tr>
@@ -400,12 +453,14 @@ def main_summary(doc: dict) -> str:
     """The lines ``invoke regress`` prints at the end."""
     lines = [f"test: {doc['test']}"]
     for r in doc["commits"]:
-        vs = r.get("vs_previous") or {}
+        vs = r.get("vs_previous") or r.get("vs_first") or {}
         lines.append(f"{r['short']}  median {r['median']:.4g}  n={len(r['values'])}"
                      + (f"  p={vs['p']:.3g} change {vs['relative_change']:+.1%}{'  CHANGED' if vs['changed'] else ''}"
+                        + ("  flagged, not confirmed" if vs.get("flagged") and not vs["changed"] else "")
                         if vs else ""))
     if "false_positive_rate" in doc:
-        lines.append(f"false-positive rate over {len(doc['noise_pairs'])} pairs: {doc['false_positive_rate']:.2f}")
+        lines.append(f"flagged by the first test over {len(doc['noise_pairs'])} pairs: {doc['flagged_rate']:.2f}; "
+                     f"false-positive rate over {len(doc['noise_pairs'])} pairs: {doc['false_positive_rate']:.2f}")
     if doc.get("bisect"):
         lines.append(f"first changed commit: {doc['bisect'].get('first_changed') or 'none'}")
     return "\n".join(lines)

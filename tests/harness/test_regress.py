@@ -8,6 +8,8 @@ a made-up "sleep per block"; there ``build`` and ``measure`` are TEST DOUBLES
 gives that demonstration), so that the search itself is what is tested.
 """
 
+import fcntl
+import json
 import random
 import subprocess
 
@@ -81,8 +83,9 @@ def test_commits_and_build_keys(repo):
 
 
 @pytest.fixture
-def doubles(monkeypatch, repo):
+def doubles(monkeypatch, repo, tmp_path):
     """TEST DOUBLES of build and measure: throughput 1000 tx/s with 5% noise, 700 once the sleep is in."""
+    monkeypatch.setattr(R, "NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: nothing runs
     rng = random.Random(11)
     measured = []
 
@@ -109,7 +112,10 @@ def test_bisect_finds_the_sleep_commit(doubles, repo, tmp_path):
     first = next(c for c in R.commits_of(repo, "HEAD~3..HEAD") if c["subject"] == "add a sleep per block")
     assert doc["bisect"]["first_changed"] == first["sha"]
     # the two ends and the sleep commit; the docs-only midpoint shares the baseline's build and sample
-    assert doubles == ["baseline", "unrelated change after it", "add a sleep per block"]
+    assert list(dict.fromkeys(doubles)) == ["baseline", "unrelated change after it", "add a sleep per block"]
+    # each flagged change (the ends, then the sleep commit against the baseline) was re-measured alternately
+    assert len(doubles) == 3 + 2 * 2 * 5
+    assert doubles[2:6] == ["baseline", "unrelated change after it", "unrelated change after it", "baseline"]
     page = (tmp_path / "rep" / "reference" / "fig6" / "index.html").read_text()
     assert first["short"] in page and "Bisect: first changed commit" in page and "data:image/png;base64," in page
 
@@ -128,6 +134,33 @@ def test_batches_of_one_commit_report_the_false_positive_rate(doubles, repo, tmp
     assert "false-positive rate" in R.main_summary(doc)
 
 
+def test_drift_in_the_machine_load_is_flagged_once_but_not_confirmed(monkeypatch, doubles, repo, tmp_path):
+    """As measured here: another job's build halved the first batch's throughput; the batches after it did not."""
+    rng = random.Random(5)
+
+    def measure(commit, bin_dir, paper, experiment, scale, repeat, store, fresh=False, stream=None):
+        values = [rng.gauss(500 if repeat > 1 and i < 5 else 1000, 50) for i in range(repeat)]
+        return {"values": values, "runs": [str(store / "run")], "seconds": 0.0, "reused": False}
+
+    monkeypatch.setattr(R, "measure", measure)
+    doc = R.regress("reference", "fig6", "HEAD", repeat=5, batches=4, repo=repo, root=tmp_path / "b",
+                    results=tmp_path / "r", reports=tmp_path / "rep", log=lambda _: None)
+    assert [(p["a"], p["b"]) for p in doc["noise_pairs"] if p.get("flagged")] == [(0, 1), (0, 2), (0, 3)]
+    assert doc["flagged_rate"] == 0.5 and doc["false_positive_rate"] == 0.0
+    assert "3 flagged by the first test" in (tmp_path / "rep" / "reference" / "fig6" / "index.html").read_text()
+
+
+def test_samples_follow_run_order(tmp_path):
+    """Batches are cut in time order: r10 comes after r9, not after r1."""
+    for i in range(12):
+        point = tmp_path / "points" / f"v__r{i}"
+        point.mkdir(parents=True)
+        (point / "summary.json").write_text(json.dumps({"schema_version": 1, "status": "complete", "valid": True,
+                                                        "repetition": i, "variant": "v", "sweep": {},
+                                                        "metrics": {"tps": i}}))
+    assert R.samples(tmp_path, "tps") == list(range(12))
+
+
 def test_upstream_systems_and_tiny_samples_are_refused(repo):
     with pytest.raises(HarnessError, match="only the reference build"):
         R.regress("fabric-1.2", "fig6", "HEAD~1..HEAD", repo=repo)
@@ -138,3 +171,13 @@ def test_upstream_systems_and_tiny_samples_are_refused(repo):
 def test_four_points_a_side_is_the_fewest_that_can_call_a_change():
     assert R.mann_whitney([1, 2, 3], [4, 5, 6])[1] > R.ALPHA
     assert R.mann_whitney([1, 2, 3, 4], [5, 6, 7, 8])[1] < R.ALPHA
+
+
+def test_network_lock_is_reentrant_and_released(monkeypatch, tmp_path):
+    """A re-measurement holds the lock across its points and each point's run takes it again inside."""
+    monkeypatch.setattr(R, "NETWORK_LOCK", str(tmp_path / "network.lock"))
+    with R.network_lock():
+        with R.network_lock():
+            pass
+    with open(tmp_path / "network.lock") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if still held
