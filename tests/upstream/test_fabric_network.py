@@ -275,8 +275,8 @@ def test_fabric_network_commits_every_transfer(tmp_path, clients, fabric_build):
 
 
 def test_fresh_peer_commits_the_premade_chain(tmp_path, clients, fabric_build):
-    """The committer benchmark's driver (Figs. 5, 6): peer1 joins late and commits every block, each transfer valid."""
-    spec, inventory, variables, point_dir = point_setup(tmp_path, "committer-bench", clients, fabric_build,
+    """The catch-up driver: peer1 joins late and commits every block, each transfer valid."""
+    spec, inventory, variables, point_dir = point_setup(tmp_path, "committer-catchup", clients, fabric_build,
                                                         transactions=200)
     logs = point_dir / "logs"
     try:
@@ -303,3 +303,25 @@ def test_fresh_peer_commits_the_premade_chain(tmp_path, clients, fabric_build):
     assert transfers["valid_count"].sum() == 200 == transfers["tx_count"].sum()
     # It joined after the chain existed: its first block arrived after the watcher saw the last one.
     assert blocks["received_ns"].min() > deliveries["arrival_ns"].max()
+
+
+def test_v12_peer_benchmark_commits_every_block(tmp_path, fabric_build):
+    """Our v1.2.0 peer benchmark (patch 0003, driver committer-bench; Figs. 5-8): a few
+    pre-made blocks through v1.2.0's validator and ledger, every transfer valid, patch
+    0002's per-block row for each timed block with the commit phases, no process left."""
+    blocks_n, size = 5, 100
+    spec, inventory, variables, point_dir = point_setup(tmp_path, "committer-bench", tmp_path, fabric_build,
+                                                        transactions=blocks_n * size, block_size=size,
+                                                        payload_bytes=0, vscc_threads=2)
+    watch, _, elapsed = run_watched(tmp_path, spec, inventory, variables, point_dir, 600, [])
+    print(f"v1.2.0 peer benchmark point: {elapsed:.1f} s")
+    assert not watch.listeners, "the benchmark runs in one process and listens on nothing"
+    blocks = pd.read_csv(point_dir / "raw" / "localhost" / "blocks.csv")
+    # Only the timed blocks have rows: after the definition (1) and the accounts (2).
+    assert blocks["block_number"].tolist() == list(range(3, 3 + blocks_n))
+    assert (blocks["tx_count"] == size).all() and (blocks["valid_count"] == size).all(), blocks
+    assert (blocks[["vscc_ns", "mvcc_ns", "block_commit_ns", "state_commit_ns"]] > 0).all().all()
+    assert (blocks["received_ns"] < blocks["validated_ns"]).all() and (blocks["validated_ns"] < blocks["committed_ns"]).all()
+    out = (point_dir / "logs" / "localhost" / "fabric_peerbench.out").read_text()
+    assert f"Commit: {blocks_n} blocks of {size} transactions" in out and "(validatorPoolSize 2)" in out
+    assert "All transactions successfully committed" in out
