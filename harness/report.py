@@ -124,8 +124,9 @@ def _draw_lines(ax, x, variants, labels, groups, published, metric, build=""):
             ax.errorbar([r[0] for r in rows], [r[1]["mean"] for r in rows], yerr=[r[1]["std"] for r in rows],
                         marker="o", color=f"C{i}", capsize=3,
                         label=f"{labels[vid]} (measured{', ' + build + ' build' if build else ''})")
-        pub = sorted(((p.get("params") or {}).get(x), p) for p in published if p.get("variant") == vid
-                     and (p.get("params") or {}).get(x) is not None)
+        # a published value stated for a range of x ({min, max}: BFT-SMaRt's "1 to 2 receivers") has no one place
+        pub = sorted((((p.get("params") or {}).get(x), p) for p in published if p.get("variant") == vid
+                      and isinstance((p.get("params") or {}).get(x), (int, float))), key=lambda r: r[0])
         if pub:
             ax.errorbar([r[0] for r in pub], [r[1]["value"] for r in pub],
                         yerr=[r[1].get("uncertainty") or 0 for r in pub], fmt="D", mfc="none", color=f"C{i}",
