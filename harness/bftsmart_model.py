@@ -236,7 +236,8 @@ def report_blocks(experiment: dict, summary: dict, figure_prefix: str, build: st
         png = draw_fig6(fig6_groups, rows, build)
         if png:
             figure = [("img", f"{figure_prefix}-panels.png", png,
-                       "Fig. 6 as measured here: envelopes/s at node 0 (the leader) per cluster size, one panel per "
+                       "Fig. 6 as measured here (the line plot above puts every configuration at its receiver count; "
+                       "this one separates them): envelopes/s at node 0 (the leader) per cluster size, one panel per "
                        "block size, a bar per envelope size; dashed, Eq. 1's signing term TP_sign x bs"
                        + (" / 2" if both else "") + f" (TP_sign {sign:.4g}/s measured in run {sign_run}). Log scale. "
                        "2 shared cores run every node and the client: compare shapes and ratios, not the paper's "
