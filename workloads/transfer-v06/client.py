@@ -71,14 +71,17 @@ def query_balance(peer: str, chaincode: str, account: str) -> int:
 
 def deploy(args) -> None:
     a, b = args.accounts.split(",")
+    before = height(args.peer)
     reply = rpc(args.peer, "deploy", args.chaincode, ["init", a, str(args.balance), b, str(args.balance)])
     if reply.get("result", {}).get("status") != "OK":
         raise SystemExit(f"deploy of {args.chaincode} failed: {reply}")
-    # The deploy commits in its own block; wait for it so the transfers find the accounts.
+    # The deploy commits in its own block; wait for it so the transfers find the accounts. No query
+    # before that block: v0.6.1's shim cannot handle a QUERY while the chaincode runs its INIT and
+    # the chaincode process exits (seen with four peers).
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         try:
-            if query_balance(args.peer, args.chaincode, a) == args.balance:
+            if height(args.peer) > before and query_balance(args.peer, args.chaincode, a) == args.balance:
                 print(json.dumps({"deployed": args.chaincode, "height": height(args.peer)}))
                 return
         except (SystemExit, urllib.error.URLError, KeyError, ValueError):
