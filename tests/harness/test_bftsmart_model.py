@@ -75,3 +75,39 @@ def test_report_blocks_without_a_signature_run_says_why():
     blocks = M.report_blocks({"id": M.FIG6}, summary, "figures/x", "upstream", run=None)
     assert "TP_sign is not measured" in blocks[0][1]
     assert "16 and 32" in summary["claims"][0]["reason"]
+
+
+def _store_run(results, experiment, run_id, groups, both_sigs=None):
+    import json
+
+    from harness import SCHEMA_VERSION
+    d = results / "bftsmart-orderer" / experiment / run_id
+    d.mkdir(parents=True)
+    build = {"kind": "upstream"}
+    if both_sigs is not None:
+        build["role_settings"] = {"bftsmart_config": {"bftsmart_config_both_sigs": both_sigs}}
+    (d / "metadata.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION, "paper": "bftsmart-orderer", "experiment": experiment, "run_id": run_id,
+                                                 "status": "complete", "started_utc": run_id, "build": build}))
+    (d / "summary.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION, "groups": groups}))
+    from harness.rundir import Run
+    return Run.open(d)
+
+
+def test_report_blocks_read_the_signature_run_of_the_same_store(tmp_path):
+    from harness.rundir import Run
+    sign = {"variant": "bftsmart", "sweep": {}, "metrics": {"signatures_per_s": {"mean": 2000.0}}}
+    _store_run(tmp_path, M.SIGN, "20260101T000000Z", [sign])
+    fig6_groups = [_group(4, 10, 40, 1, 900.0), _group(4, 100, 40, 1, 1600.0)]
+    run = _store_run(tmp_path, M.FIG6, "20260101T000100Z", fig6_groups, both_sigs=True)
+    summary = {"groups": fig6_groups, "claims": []}
+    blocks = M.report_blocks({"id": M.FIG6}, summary, "figures/fig6", "upstream", run=run)
+    table = next(b for b in blocks if b[0] == "table")
+    # TP_sign 2000 / 2 (two signatures per block) x 10 = 10000; x 100 = 100000
+    assert [row[5] for row in table[2]] == ["1e+04", "1e+05"] and [row[-1] for row in table[2]] == ["yes", "yes"]
+    assert any(b[0] == "img" for b in blocks)
+    # the signature benchmark's report judges its claim against the Fig. 6 run of the same store
+    claims = {"claims": [{"id": "signing-not-bottleneck", "compare": "qualitative", "verdict": "not comparable"}],
+              "groups": [sign], "run_id": "20260101T000000Z"}
+    sign_run = Run.open(tmp_path / "bftsmart-orderer" / M.SIGN / "20260101T000000Z")
+    M.report_blocks({"id": M.SIGN}, claims, "figures/sign", "upstream", run=sign_run)
+    assert claims["claims"][0]["verdict"] == "reproduced" and "1e+05 envelopes/s" in claims["claims"][0]["reason"]
