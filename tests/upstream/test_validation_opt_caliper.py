@@ -7,10 +7,11 @@ Caliper with its own Fabric connector (fabric-network 2.2) and the
 smallbank workload modules of the pinned caliper-benchmarks source: a
 "create" round and a "modify" round of random smallbank operations. Caliper's
 count of successful transactions must equal the valid transactions the peer
-committed in its phase log, and its report is kept in the point's directory.
-Skipped with the reason without ../shared/upstream, node/npm, or Caliper
-(installed once into build/caliper-0.6.0 by the caliper role: npm install,
-about 2.5 minutes, then cached).
+committed in its phase log, every transaction committed invalid (MVCC conflicts of random operations on
+few accounts) is one of Caliper's failures, and its report is kept in the point's directory.
+Skipped with the reason without ../shared/upstream or node/npm. On a fresh
+clone the caliper role installs Caliper into build/caliper-0.6.0 (npm install
+and bind, about 2 minutes here, then cached); the run itself takes about 90 s.
 """
 
 from __future__ import annotations
@@ -56,8 +57,6 @@ def _caliper_rows(log: str) -> dict[str, tuple[int, int]]:
     return rows
 
 
-@pytest.mark.skip(reason="the caliper role does not run end to end yet (its install leaves no build/caliper-0.6.0 "
-                         "on a fresh clone); open in issue 15")
 def test_caliper_drives_smallbank(tmp_path, clients):
     switches = {"state_db": "leveldb"}
     build = upstream.build("validation-opt", "snapshot", switches=switches)
@@ -88,4 +87,8 @@ def test_caliper_drives_smallbank(tmp_path, clients):
     # What Caliper counted as successful is what the peer committed as valid.
     phases = pd.read_csv(point_dir / "raw" / "localhost" / "phases.csv")
     assert phases["valid_count"].sum() == 1 + rows["create"][0] + rows["modify"][0], phases  # + the instantiation
-    assert phases["valid_count"].sum() == phases["tx_count"].sum()
+    # Random operations on 20 accounts conflict (MVCC) within a block: every transaction the peer committed as
+    # invalid is one Caliper counted as failed (the rest of its failures never reached a block).
+    committed_invalid = int(phases["tx_count"].sum() - phases["valid_count"].sum())
+    assert committed_invalid <= rows["modify"][1], (committed_invalid, rows)
+    assert phases["tx_count"].sum() - 1 - rows["create"][0] <= OPERATIONS, phases
