@@ -202,7 +202,7 @@ def _apply(summary: dict, judged: dict[str, tuple[bool | None, str]]) -> None:
 def report_blocks(experiment: dict, summary: dict, figure_prefix: str, build: str = "", run=None) -> list[tuple]:
     """Eq. 1 beside the measured ordering throughput (Fig. 6) or the signing capacity (signature benchmark)."""
     if experiment["id"] == FIG6:
-        fig6_groups, sign_groups = summary.get("groups") or [], None
+        fig6_groups = summary.get("groups") or []
         sign_groups, sign_run = _other_groups(run, SIGN)
         _apply(summary, judge_fig6(fig6_groups))
     elif experiment["id"] == SIGN:
