@@ -111,9 +111,22 @@ def _client(index: int, peer: str, chaincode: str, transfer: list[str], count: i
     out.put(rows)
 
 
+def wait_connected(peers: list[str], timeout_s: float) -> None:
+    """Every peer lists all of them (GET /network/peers): one that never joined would leave a quarter
+    of the requests uncommitted and the run waiting until its timeout."""
+    deadline = time.monotonic() + timeout_s
+    for peer in peers:
+        while len(get(peer, "/network/peers").get("peers") or []) < len(peers):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{peer} sees {get(peer, '/network/peers')} after {timeout_s} s, "
+                                 f"not all {len(peers)} peers")
+            time.sleep(0.5)
+
+
 def send(args) -> None:
     peers = args.peers.split(",")
     a, b = args.accounts.split(",")
+    wait_connected(peers, 60)
     per = [args.transactions // args.processes + (1 if i < args.transactions % args.processes else 0)
            for i in range(args.processes)]
     interval = 1.0 / args.rate_per_process if args.rate_per_process > 0 else 0.0
