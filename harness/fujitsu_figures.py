@@ -119,8 +119,9 @@ def judge_latency(experiment: dict, summary: dict, figure_prefix: str = "", buil
     """The three thresholds of Sec. 5.4 against the rates at 0 ms and at the stated latency."""
     ids = [v["id"] for v in experiment.get("variants") or []]
     existent, revised = ids[0], ids[-1]
+    stated = {c["id"]: c for c in experiment.get("claims") or []}  # the summary's claims omit their params
     for claim in summary.get("claims") or []:
-        ms = (claim.get("params") or {}).get("network_latency_ms")
+        ms = (stated.get(claim["id"], claim).get("params") or {}).get("network_latency_ms")
         if claim.get("compare") != "qualitative" or ms is None:
             continue
         rates = {v: (_tps(summary, v, network_latency_ms=0), _tps(summary, v, network_latency_ms=ms)) for v in ids}

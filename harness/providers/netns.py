@@ -625,15 +625,20 @@ class NetnsCluster:
         return applied
 
     def set_link_delay(self, delay_ms: float) -> list[dict]:
-        """Set ``delay_ms`` on every delayed link (both directions of each of its proxies); return the links."""
+        """Set ``delay_ms`` on every delayed link (both directions of each of its proxies); return the links.
+
+        The links as first applied (the run's metadata) are kept; the result is
+        what this point runs with (stored with the point).
+        """
+        out = []
         for rec in self.links_applied:
             for name in rec.get("proxies") or []:
                 for stream in ("upstream", "downstream"):
                     _http_json("POST", f"{rec['toxiproxy_api']}/proxies/{name}/toxics/latency_{stream}",
                                {"attributes": {"latency": int(round(delay_ms)), "jitter": 0}})
-            if rec.get("proxies"):
-                rec.update({"delay_ms": delay_ms, "rtt_added_ms": 2 * int(round(delay_ms))})
-        return [dict(rec) for rec in self.links_applied]
+            out.append({**rec, **({"delay_ms": delay_ms, "rtt_added_ms": 2 * int(round(delay_ms))}
+                                  if rec.get("proxies") else {})})
+        return out
 
     def _start_toxiproxy(self, host: str) -> str:
         binary = find_toxiproxy()

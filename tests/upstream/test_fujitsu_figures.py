@@ -16,7 +16,9 @@ def _group(variant: str, sweep: dict, **metrics) -> dict:
 
 
 def _claims(experiment: dict) -> list[dict]:
-    return [dict(c, verdict="not comparable", reason="judge it from the figure") for c in experiment["claims"]]
+    """As a run's summary lists them (analyze keeps no params)."""
+    return [{"id": c["id"], "compare": c["compare"], "verdict": "not comparable", "reason": "judge it from the figure"}
+            for c in experiment["claims"]]
 
 
 def _latency_summary(existent: dict, revised: dict) -> dict:
