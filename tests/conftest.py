@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(config, items):
     reason = netns_skip_reason()
     if reason:
         for item in items:
-            if "netns" in item.keywords:
+            if item.get_closest_marker("netns") is not None:
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 
@@ -46,7 +46,8 @@ def pytest_collection_modifyitems(config, items):
 def _one_network_at_a_time(request):
     """Tests marked ``network`` run under the machine's network lock (taken after their
     module's builds, which need no lock). Do not wrap pytest in ``flock`` on the same file."""
-    if "network" not in request.keywords or not NETWORK_LOCK:
+    # the marker, not a keyword: a parametrization id "network" (test_terraform's) is a keyword too
+    if request.node.get_closest_marker("network") is None or not NETWORK_LOCK:
         yield
         return
     with file_lock(Path(NETWORK_LOCK)):
