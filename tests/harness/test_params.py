@@ -18,11 +18,14 @@ KINDS = [
     ("rate_tps", "number", "fast", -5),
     ("orderer_type", "enum", 3, "raft"),
 ]
+#: A boolean has a type but no range: a value of another type is all there is to refuse.
+BOOLEAN = "chaincode_timing"
 
 
 def test_every_kind_in_the_declarations_is_exercised():
     kinds = {d["type"] for d in declarations().values()}
-    assert {k for _, k, _, _ in KINDS} | {"string"} == kinds
+    assert {k for _, k, _, _ in KINDS} | {"string", "boolean"} == kinds
+    assert declarations()[BOOLEAN]["type"] == "boolean"
     for name, kind, _, _ in KINDS:
         assert declarations()[name]["type"] == kind
 
@@ -43,6 +46,16 @@ def test_environment_value_is_checked_naming_the_variable(mini, root, name, kind
     value = str(wrong_type if bad == "wrong_type" else out_of_range)
     with pytest.raises(ParameterError, match=rf"\(from the environment \(FABRICREPRO_{name.upper()}\)\): expected"):
         make_plan(mini, mini.experiment("bench"), "smoke", environ={f"FABRICREPRO_{name.upper()}": value}, root=root)
+
+
+@pytest.mark.parametrize("value", ["maybe", 1])
+def test_boolean_of_another_type_is_refused(mini, root, value):
+    with pytest.raises(ParameterError, match=rf"parameter {BOOLEAN}={value!r} \(from --set on the command line\): "
+                                             r"expected true or false"):
+        make_plan(mini, mini.experiment("bench"), "smoke", overrides={BOOLEAN: value}, environ={}, root=root)
+    with pytest.raises(ParameterError, match=rf"\(from the environment \(FABRICREPRO_{BOOLEAN.upper()}\)\): expected"):
+        make_plan(mini, mini.experiment("bench"), "smoke", environ={f"FABRICREPRO_{BOOLEAN.upper()}": str(value)},
+                  root=root)
 
 
 def test_other_fabricrepro_variables_are_not_parameters(mini, root):
