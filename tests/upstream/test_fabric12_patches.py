@@ -121,7 +121,8 @@ def _require_applied(patched):
 
 
 def test_series_is_the_expected_files():
-    assert [p.name for p in PATCHES] == ["0001-blocksitr-close-lock-order.patch", "0002-block-phase-timings.patch"]
+    assert [p.name for p in PATCHES] == ["0001-blocksitr-close-lock-order.patch", "0002-block-phase-timings.patch",
+                                         "0003-peer-bench-driver.patch"]
     for p in PATCHES:
         head = p.read_text(encoding="utf-8").split("\ndiff --git", 1)[0]
         for field in ("Description:", "Kind:", "Changes-measured-path:", "Origin:", "Forwarded:"):

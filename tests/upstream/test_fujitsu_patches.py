@@ -55,11 +55,12 @@ def _go_test(build, *packages: str) -> str:
     return result.stdout
 
 
-def test_switches_off_build_is_v061_with_the_fix_only():
+def test_switches_off_build_is_v061_with_the_fixes_and_timing_only():
     build = upstream.build("fujitsu-api", switches={})
     assert build.info["flavours"] == []
     assert [p["name"] for p in build.info["patches"]] == [
-        "0001-gorocksdb-rocksdb7-c-api.patch", "0002-shim-error-after-error-answer.patch"]
+        "0001-gorocksdb-rocksdb7-c-api.patch", "0002-shim-error-after-error-answer.patch",
+        "0003-chaincode-message-timing.patch"]
     tree = _tree(build)
     assert not (tree / "core" / "chaincode" / "stateops").exists()
     assert "DIFF_UPDATE_STATE" not in (tree / "protos" / "chaincode.pb.go").read_text()
@@ -71,7 +72,7 @@ def test_revised_api_semantics_against_the_patched_tree():
     assert build.info["flavours"] == ["dus", "cr"]
     assert [p["name"] for p in build.info["patches"]] == [
         "0001-gorocksdb-rocksdb7-c-api.patch", "0002-shim-error-after-error-answer.patch",
-        "0101-diffupdate.patch", "0102-compound.patch"]
+        "0003-chaincode-message-timing.patch", "0101-diffupdate.patch", "0102-compound.patch"]
     assert (build.bin_dir / "transfer-revised").is_file()
     out = _go_test(build, "./core/chaincode/stateops", "fabricrepro/chaincode/transfer-revised")
     # The tests that carry the semantics ran (not just compiled) and passed.
