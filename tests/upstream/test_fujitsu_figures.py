@@ -50,6 +50,7 @@ def test_latency_claims_without_a_baseline_say_why():
     summary = {**_latency_summary({4: 690}, {4: 1340}), "claims": _claims(exp)}
     ff.judge_latency(exp, summary)
     assert all(c["verdict"] == "not comparable" and "at 0 or" in c["reason"] for c in summary["claims"])
+    assert "this run measured 4 ms" in summary["claims"][0]["reason"]
 
 
 @pytest.mark.parametrize("four, verdict", [(700, "reproduced"), (300, "not reproduced")])
@@ -73,3 +74,24 @@ def test_breakdown_figure_and_table():
     assert blocks[0][0] == "img" and blocks[0][2][:8] == b"\x89PNG\r\n\x1a\n"
     assert blocks[1][2] == [["existent API", "1.19", "1000", "130", "60", "84", "5", "840", "100"]]
     assert ff.breakdown_blocks(exp, {"groups": []}, "fig2") == []
+
+
+def test_breakdown_shows_the_absolute_claims_measured_values():
+    """They stay "not comparable" (analyze's verdict) but say what this run measured."""
+    exp = PAPER.experiment("fig2-chaincode-time")
+    groups = [_group("existent-api", {}, chaincode_message_share=61.5, chaincode_serial_bound_tps=801.5,
+                     chaincode_exec_time_ms=1.248, chaincode_transfer_us=767, chaincode_chaincode_us=334,
+                     chaincode_peer_us=147),
+              _group("revised-api", {}, chaincode_message_share=62.0, chaincode_serial_bound_tps=1852,
+                     chaincode_exec_time_ms=0.54, chaincode_transfer_us=335, chaincode_chaincode_us=132,
+                     chaincode_peer_us=73)]
+    summary = {"groups": groups, "claims": _claims(exp)}
+    for c in summary["claims"]:
+        c["compare"] = next(x["compare"] for x in exp["claims"] if x["id"] == c["id"])
+    ff.breakdown_blocks(exp, summary, "fig2")
+    claims = {c["id"]: c for c in summary["claims"]}
+    assert claims["message-share-90"]["verdict"] == "not comparable"
+    assert claims["message-share-90"]["measured"] == 61.5
+    assert "measured here 61.5 against the paper's about 90%" in claims["message-share-90"]["reason"]
+    assert "measured here 801.5 against the paper's 500" in claims["serial-bound-500"]["reason"]
+    assert "measured" not in claims["expected-2.5x"]  # a ratio across experiments: analyze's own reason
