@@ -151,7 +151,7 @@ def judge_latency(experiment: dict, summary: dict, figure_prefix: str = "", buil
             measured = sorted({g["sweep"].get("network_latency_ms") for g in summary.get("groups") or []
                                if _mean(g, "throughput_tps") is not None} - {None})
             _set(claim, None, f"no rate measured at 0 or {ms} ms for every API (this run measured "
-                              f"{', '.join(map(str, measured)) or 'no latency'} ms; the smoke scale sweeps 0, 32, 64)")
+                              f"{', '.join(map(str, measured)) or 'no latency'} ms: its scale's sweep)")
             continue
         kept = {v: b / a for v, (a, b) in rates.items()}
         gain = rates[revised][1] / rates[existent][1]
