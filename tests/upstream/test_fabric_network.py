@@ -274,37 +274,6 @@ def test_fabric_network_commits_every_transfer(tmp_path, clients, fabric_build):
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
-def test_fresh_peer_commits_the_premade_chain(tmp_path, clients, fabric_build):
-    """The catch-up driver: peer1 joins late and commits every block, each transfer valid."""
-    spec, inventory, variables, point_dir = point_setup(tmp_path, "committer-catchup", clients, fabric_build,
-                                                        transactions=200)
-    logs = point_dir / "logs"
-    try:
-        try:
-            run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=900)
-        finally:
-            started = _pids(tmp_path / "work")
-            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log", timeout=300)
-        left = {pid: f for pid, f in started.items() if _alive(pid)}
-        assert not left, f"teardown left processes running: {left}"
-        assert any(f.endswith("fabric_committer.pid") for f in started.values()), started
-    finally:
-        for pid in (p for p in _pids(tmp_path / "work") if _alive(p)):
-            os.kill(pid, signal.SIGKILL)
-
-    raw = point_dir / "raw" / "localhost"
-    measured = yaml.safe_load((point_dir / "measured.json").read_text())
-    deliveries = pd.read_csv(raw / "deliveries.csv").set_index("block_number")
-    # Only the committer writes a block log: every block of peer0's chain, the same transactions, all valid.
-    blocks = pd.read_csv(raw / "blocks.csv").set_index("block_number")
-    assert list(blocks.index) == list(range(1, measured["last_block"] + 1)), list(blocks.index)
-    assert (blocks.loc[deliveries.index, "tx_count"] == deliveries["tx_count"]).all()
-    transfers = blocks.loc[measured["first_block"]:measured["last_block"]]
-    assert transfers["valid_count"].sum() == 200 == transfers["tx_count"].sum()
-    # It joined after the chain existed: its first block arrived after the watcher saw the last one.
-    assert blocks["received_ns"].min() > deliveries["arrival_ns"].max()
-
-
 def test_v12_peer_benchmark_commits_every_block(tmp_path, fabric_build):
     """Our v1.2.0 peer benchmark (patch 0003, driver committer-bench; Figs. 5-8): a few
     pre-made blocks through v1.2.0's validator and ledger, every transfer valid, patch
