@@ -18,6 +18,8 @@ with the numbers behind it instead of "judge it from the figure".
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
 import matplotlib
 
@@ -221,14 +223,69 @@ def judge_qualitative(experiment: dict, summary: dict) -> None:
         claim["reason"] = f"{reason} (our test of the quoted sentence, on the measured per-block means)"
 
 
-def report_blocks(experiment: dict, summary: dict, figure_prefix: str, build: str = "") -> list[tuple]:
+# ------------------------------------------------------------ conditions of the run
+#: What the paper ran on (the catalogue's deviation); Fabric v1.1 shipped beside CouchDB 2.1.
+PAPER_COUCHDB = "the paper's CouchDB was older: Fabric v1.1 was released beside CouchDB 2.1, which no longer builds here"
+
+
+def _load(path: Path) -> str | None:
+    """'1 / 5 / 15 min' of a copied /proc/loadavg, or None."""
+    try:
+        fields = path.read_text().split()
+    except OSError:
+        return None
+    return " / ".join(fields[:3]) if len(fields) >= 3 else None
+
+
+def conditions(run) -> str:
+    """The state database each point ran on (the version CouchDB reported) and the peer host's load average.
+
+    Read from the logs the validation-breakdown playbook and the couchdb role
+    left in each point (couchdb-version.log, loadavg-start.log, loadavg-end.log).
+    """
+    points = sorted(p for p in (Path(run.path) / "points").glob("*") if p.is_dir())
+    variants = run.stored("resolved").get("variants") or {}
+    dbs = sorted({((v.get("switches") or {}).get("state_db") or {}).get("value", "leveldb") for v in variants.values()})
+    text = []
+    if "leveldb" in dbs:
+        text.append("State database LevelDB (goleveldb, embedded in the peer).")
+    if "couchdb" in dbs:
+        versions = {}
+        for point in points:
+            for log in point.glob("logs/*/couchdb-version.log"):
+                try:
+                    doc = json.loads(log.read_text())
+                except (OSError, ValueError):
+                    continue
+                versions.setdefault(f"{doc.get('version')} (git {doc.get('git_sha')})", []).append(point.name)
+        couch = [p for p in points if "couchdb" in p.name]
+        if versions:
+            said = "; ".join(f"{v} at {len(ps)} of {len(couch)} CouchDB points" for v, ps in sorted(versions.items()))
+            text.append(f"State database Apache CouchDB {said}, as the server reported at the point's start "
+                        f"(built from source); {PAPER_COUCHDB}.")
+        else:
+            text.append(f"State database Apache CouchDB: no point recorded the server's version; {PAPER_COUCHDB}.")
+    loads = [(p.name, _load(next(p.glob("logs/*/loadavg-start.log"), Path("/nonexistent"))),
+              _load(next(p.glob("logs/*/loadavg-end.log"), Path("/nonexistent")))) for p in points]
+    loads = [row for row in loads if row[1] or row[2]]
+    if loads:
+        text.append("Load average (1 / 5 / 15 min) of the peer's host (2 shared cores; other work may run) at each "
+                    "point's start → once its last operation committed: "
+                    + "; ".join(f"{name}: {a or '?'} → {b or '?'}" for name, a, b in loads) + ".")
+    else:
+        text.append("Load average: not recorded in this run (the playbook records it since commit 06a8d03).")
+    return " ".join(text)
+
+
+def report_blocks(experiment: dict, summary: dict, figure_prefix: str, build: str = "", run=None) -> list[tuple]:
     """The stacked breakdown figure and table of one experiment's run; judges its qualitative claims."""
     judge_qualitative(experiment, summary)
     png = draw_breakdown(experiment, summary, build)
     if png is None:
         return []
     headers, rows = breakdown_table(experiment, summary)
-    return [("img", f"{figure_prefix}-breakdown.png", png,
+    more = [("p", conditions(run))] if run is not None else []
+    return more + [("img", f"{figure_prefix}-breakdown.png", png,
              "Per-block latency breakdown (mean over the measured blocks of each configuration), stacked as in the "
              "paper's figure; an overlapped pair (∥) is stacked as its wall time. Dots: commit throughput (right "
              "axis, valid transactions only); diamonds: the paper's values. Table in ms and tx/s; committer_busy is the "

@@ -71,3 +71,32 @@ def test_the_report_hook_adds_the_breakdown_figure_and_table():
     assert [r[:2] for r in blocks[1][2]] == [["50", "original-leveldb"], ["50", "optimized-leveldb"]]
     # Deterministic: the same summary draws the same bytes.
     assert phase_figures.draw_breakdown(FIG8, summary) == phase_figures.draw_breakdown(FIG8, summary)
+
+
+class _Run:
+    """The two things conditions() reads of a run: its directory and its resolved variants."""
+
+    def __init__(self, path, dbs):
+        self.path, self._dbs = path, dbs
+
+    def stored(self, name):
+        assert name == "resolved"
+        return {"variants": {f"v-{db}": {"switches": {"state_db": {"value": db}}} for db in self._dbs}}
+
+
+def test_conditions_state_the_couchdb_version_and_the_load_average(tmp_path):
+    for point, version, start in [("original-couchdb__b=50__r0", "3.3.3", "1.50 0.80 0.40 2/300 9\n"),
+                                  ("optimized-couchdb__b=50__r0", None, None)]:
+        logs = tmp_path / "points" / point / "logs" / "localhost"
+        logs.mkdir(parents=True)
+        if version:
+            (logs / "couchdb-version.log").write_text('{"version": "%s", "git_sha": "40afbcf"}\n' % version)
+        if start:
+            (logs / "loadavg-start.log").write_text(start)
+            (logs / "loadavg-end.log").write_text("2.25 1.10 0.50 3/310 10\n")
+    text = phase_figures.conditions(_Run(tmp_path, ["couchdb"]))
+    assert "CouchDB 3.3.3 (git 40afbcf) at 1 of 2 CouchDB points" in text and "CouchDB 2.1" in text
+    assert "original-couchdb__b=50__r0: 1.50 / 0.80 / 0.40 → 2.25 / 1.10 / 0.50" in text
+    assert "optimized-couchdb__b=50__r0:" not in text  # a point without the logs is not invented
+    text = phase_figures.conditions(_Run(tmp_path / "none", ["leveldb"]))
+    assert text.startswith("State database LevelDB") and "not recorded" in text
