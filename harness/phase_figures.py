@@ -188,6 +188,13 @@ def _judge(claim_id: str, experiment: dict, rows: list[tuple]) -> tuple[bool | N
         reads = {xv: _mean(g, "statedb_read_latency_ms") for xv, v, g in rows if v == variants[0]}
         ok = ok and all((r or 0) > 0 for r in reads.values())
         return ok, f"test: statedb_write > ledger_write and statedb_read > 0 at every point ({text}; statedb_read {reads})"
+    if claim_id == "couchdb-trends-across-block-sizes":
+        def trends(g):
+            ok_v, text_v = _largest_phase(g)
+            ok_w, text_w = _bigger("statedb_write_latency_ms", "ledger_write_latency_ms")(g)
+            return ok_v and ok_w, f"{text_v}, {text_w}"
+        ok, text = _each(rows, variants[0], trends)
+        return ok, f"test: vscc the largest phase and statedb_write > ledger_write at every block size ({text})"
     if claim_id == "larger-blocks-amortize":
         tps = _throughput_by_x(rows, variants[0])
         if len(tps) < 2 or None in tps.values():

@@ -63,6 +63,22 @@ def test_qualitative_claims_get_a_verdict_from_the_means():
         "vscc-bottleneck-leveldb": "reproduced", "ledger-write-dominates": "reproduced"}
 
 
+def test_fig5_trends_need_vscc_largest_and_statedb_write_over_ledger_write_at_every_block_size():
+    fig5 = next(e for e in PAPER.experiments if e["id"] == "fig5-original-couchdb-block-size")
+    couch = dict(ORIGINAL, vscc_latency_ms=100, statedb_read_latency_ms=30, statedb_write_latency_ms=40)
+
+    def verdict(at_200):
+        summary = {"groups": [_group("original-couchdb", {"block_size": 50}, **couch),
+                              _group("original-couchdb", {"block_size": 200}, **at_200)],
+                   "claims": [{"id": c["id"], "compare": c["compare"]} for c in fig5["claims"]]}
+        phase_figures.judge_qualitative(fig5, summary)
+        return summary["claims"][0]["verdict"]
+
+    assert verdict(couch) == "reproduced"
+    assert verdict(dict(couch, statedb_write_latency_ms=2)) == "not reproduced"  # ledger_write (6) dominates at 200
+    assert verdict(dict(couch, vscc_latency_ms=20, statedb_read_latency_ms=50)) == "not reproduced"
+
+
 def test_the_report_hook_adds_the_breakdown_figure_and_table():
     summary = _summary({("original-leveldb", 50): 1000, ("optimized-leveldb", 50): 1100})
     blocks = report.EXTRA_FIGURES[FIG8["axes"]["figure"]](copy.deepcopy(FIG8), summary, "figures/x", "upstream")
