@@ -16,6 +16,7 @@ import base64
 import html
 import inspect
 import io
+import json
 import re
 from pathlib import Path
 
@@ -236,6 +237,20 @@ def _links_text(run_meta: dict) -> str:
     return "Links: " + "; ".join(parts) + "."
 
 
+def _point_delays(run) -> str:
+    """The delay each point set on the links (``points/<point>/links.json``, a list; Fujitsu Fig. 5), if any."""
+    delays = {}
+    for path in sorted((run.path / "points").glob("*/links.json")):
+        values = {link.get("delay_ms") for link in json.loads(path.read_text())
+                  if link.get("proxies") or link.get("delay_ms")}
+        if values:
+            delays[path.parent.name] = ", ".join(f"{v or 0:g}" for v in sorted(values, key=lambda v: v or 0))
+    if not delays:
+        return ""
+    return (" Each point sets its own delay on these links (the run's metadata keeps the first point's): "
+            + "; ".join(f"{p} +{d} ms" for p, d in delays.items()) + ".")
+
+
 def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     """Per-host CPU, memory, network and disk of each point (node-exporter via the run's Prometheus)."""
     import pandas as pd
@@ -275,7 +290,7 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     hosts = (run.metadata.get("cluster") or {}).get("hosts") or {}
     blocks = [("p", f"**Per-host resources** (provider {provider}, {len(hosts) or 1} host(s); node-exporter scraped "
                     f"every second by the run's Prometheus; mean / max over each point). {shared}"
-                    + _links_text(run.metadata)),
+                    + _links_text(run.metadata) + _point_delays(run)),
               ("table", ["point", "host", "roles", "CPU % mean / max", "net rx MB/s mean / max",
                          "net tx MB/s mean / max", "memory GB max", "disk write MB/s mean"], rows)]
     not_deployed = run.metadata.get("topology_not_deployed") or {}

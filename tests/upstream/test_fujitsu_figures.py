@@ -95,3 +95,20 @@ def test_breakdown_shows_the_absolute_claims_measured_values():
     assert "measured here 61.5 against the paper's about 90%" in claims["message-share-90"]["reason"]
     assert "measured here 801.5 against the paper's 500" in claims["serial-bound-500"]["reason"]
     assert "measured" not in claims["expected-2.5x"]  # a ratio across experiments: analyze's own reason
+
+
+def test_report_names_each_points_link_delay(tmp_path):
+    """Fig. 5's run metadata keeps the first point's links; the report lists each point's links.json."""
+    import json
+    from types import SimpleNamespace
+
+    from harness import report
+
+    for name, ms in [("a__network_latency_ms=0__r0", 0.0), ("a__network_latency_ms=32__r0", 32.0)]:
+        (tmp_path / "points" / name).mkdir(parents=True)
+        links = [{"from": "peer0", "to": "peer1", "proxies": ["p01"], "delay_ms": ms}]
+        (tmp_path / "points" / name / "links.json").write_text(json.dumps(links))
+    (tmp_path / "points" / "unshaped").mkdir()
+    text = report._point_delays(SimpleNamespace(path=tmp_path))
+    assert "a__network_latency_ms=0__r0 +0 ms; a__network_latency_ms=32__r0 +32 ms." in text
+    assert report._point_delays(SimpleNamespace(path=tmp_path / "none")) == ""
