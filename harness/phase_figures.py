@@ -284,6 +284,14 @@ def conditions(run) -> str:
     return " ".join(text)
 
 
+def deviation_blocks(experiment: dict, run) -> list[tuple]:
+    """The catalogue's deviations that apply at the run's scale (e.g. the one-peer layout of smoke and local)."""
+    scale = run.stored("resolved").get("scale")
+    rows = [[d["what"], d["why"]] for d in experiment.get("deviations") or [] if scale in (d.get("scales") or [])]
+    return [("p", f"How this run differs from the paper (scale {scale}):"), ("table", ["deviation", "why"], rows)] \
+        if rows else []
+
+
 def report_blocks(experiment: dict, summary: dict, figure_prefix: str, build: str = "", run=None) -> list[tuple]:
     """The stacked breakdown figure and table of one experiment's run; judges its qualitative claims."""
     judge_qualitative(experiment, summary)
@@ -291,7 +299,7 @@ def report_blocks(experiment: dict, summary: dict, figure_prefix: str, build: st
     if png is None:
         return []
     headers, rows = breakdown_table(experiment, summary)
-    more = [("p", conditions(run))] if run is not None else []
+    more = [("p", conditions(run))] + deviation_blocks(experiment, run) if run is not None else []
     return more + [("img", f"{figure_prefix}-breakdown.png", png,
              "Per-block latency breakdown (mean over the measured blocks of each configuration), stacked as in the "
              "paper's figure; an overlapped pair (∥) is stacked as its wall time. Dots: commit throughput (right "

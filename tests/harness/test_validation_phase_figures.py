@@ -97,7 +97,8 @@ class _Run:
 
     def stored(self, name):
         assert name == "resolved"
-        return {"variants": {f"v-{db}": {"switches": {"state_db": {"value": db}}} for db in self._dbs}}
+        return {"scale": "smoke",
+                "variants": {f"v-{db}": {"switches": {"state_db": {"value": db}}} for db in self._dbs}}
 
 
 def test_conditions_state_the_couchdb_version_and_the_load_average(tmp_path):
@@ -116,3 +117,11 @@ def test_conditions_state_the_couchdb_version_and_the_load_average(tmp_path):
     assert "optimized-couchdb__b=50__r0:" not in text  # a point without the logs is not invented
     text = phase_figures.conditions(_Run(tmp_path / "none", ["leveldb"]))
     assert text.startswith("State database LevelDB") and "not recorded" in text
+
+
+def test_the_deviations_of_the_run_scale_are_listed(tmp_path):
+    blocks = phase_figures.deviation_blocks(FIG8, _Run(tmp_path, ["leveldb"]))
+    rows = blocks[1][2]
+    assert any("one organization with one peer" in what for what, _ in rows)  # smoke's layout, said
+    local_only = dict(FIG8, deviations=[{"scales": ["paper"], "what": "x", "why": "y"}])
+    assert phase_figures.deviation_blocks(local_only, _Run(tmp_path, ["leveldb"])) == []
