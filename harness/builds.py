@@ -48,6 +48,7 @@ class Choice:
     variant_drivers: dict[str, dict] = field(default_factory=dict)    # variant -> driver spec, where not its system's
     companions: dict[str, dict] = field(default_factory=dict)         # variant -> {system: build} its driver also runs
     driver: str = ""                                                  # the catalogue driver of the run
+    note: str | None = None            # how the experiment differs on this build (its reference_build.why)
 
     def driver_spec(self, variant: str, system: str) -> dict:
         """The driver spec a point of ``variant`` runs with."""
@@ -68,6 +69,8 @@ class Choice:
             out["source"] = git_state()["sha"]
         if self.fallback_reason:
             out["fallback_reason"] = self.fallback_reason
+        if self.note:
+            out["note"] = self.note
         return out
 
     def layout(self) -> dict[str, list[str]]:
@@ -123,6 +126,23 @@ def _upstream_unavailable(systems: list[str], driver: str, source: str, systems_
         if why:
             return f"system {system}: {why}"
     return None
+
+
+def build_kind(kind: str, experiment: dict, source: str = "auto", systems_dir: Path | None = None,
+               only_variants: list[str] | None = None) -> tuple[str, str | None]:
+    """The build (``upstream`` or ``reference``) a run of ``experiment`` gets, and why ``auto`` fell back.
+
+    Decided before the plan: on the reference build an experiment may run
+    another driver and fewer variants (``plan.for_build``). ``upstream`` stays
+    ``upstream`` even when it cannot be had (``choose_build`` says why).
+    """
+    choose("build", kind, KINDS)
+    if kind != "auto":
+        return kind, None
+    systems = sorted({v["system"] for v in experiment.get("variants") or [] if v.get("runnable") is not False
+                      and (only_variants is None or v["id"] in only_variants)})
+    reason = _upstream_unavailable(systems, experiment["driver"], source, systems_dir)
+    return ("reference", reason) if reason else ("upstream", None)
 
 
 def choose_build(kind: str, systems: list[str], driver: str, source: str = "auto",

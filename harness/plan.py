@@ -8,6 +8,7 @@ values and its repetition, e.g. ``fastfabric__block_size=100__r0``.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import re
@@ -73,6 +74,27 @@ def workload_defaults(name: str | None, workloads_dir: Path) -> dict:
     """The ``defaults`` mapping of ``workloads/<name>/workload.yaml``, if that file exists."""
     path = workloads_dir / str(name) / "workload.yaml"
     return dict(load_yaml(path).get("defaults") or {}) if name and path.exists() else {}
+
+
+def for_build(experiment: dict, kind: str) -> dict:
+    """The experiment as build ``kind`` runs it: on the reference build, with its ``reference_build`` applied.
+
+    An experiment whose driver only the upstream builds have (Table I on Kafka)
+    names there the driver the reference build runs instead, the fixed
+    parameters that change with it and the variants it cannot run, each with
+    its reason (docs/catalogue.md). Every other experiment and build: unchanged.
+    """
+    alt = experiment.get("reference_build")
+    if kind != "reference" or not alt:
+        return experiment
+    out = copy.deepcopy(experiment)
+    out["driver"] = alt["driver"]
+    params = out.setdefault("parameters", {})
+    params["fixed"] = {**(params.get("fixed") or {}), **(alt.get("fixed") or {})}
+    for v in out.get("variants") or []:
+        if v["id"] in (alt.get("not_runnable_variants") or {}):
+            v["runnable"], v["not_runnable_reason"] = False, alt["not_runnable_variants"][v["id"]]
+    return out
 
 
 def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | None = None,

@@ -235,6 +235,8 @@ def stored_runs(results: Path, paper: str, experiment: str) -> list[Path]:
 def reference_variants(experiment: dict) -> list[str]:
     """The runnable variants of the experiment whose system the reference build has a driver for."""
     from .builds import reference_driver
+    from .plan import for_build
+    experiment = for_build(experiment, "reference")
     return [v["id"] for v in experiment.get("variants") or [] if v.get("runnable") is not False
             and reference_driver(v["system"], experiment["driver"]) is not None]
 

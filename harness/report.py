@@ -169,6 +169,8 @@ def build_text(run_meta: dict) -> str:
     text = f"reference ({str(build.get('source'))[:7]})"
     if build.get("fallback_reason"):
         text += f", upstream not available: {build['fallback_reason']}"
+    if build.get("note"):
+        text += f"; on this build: {build['note']}"
     return text
 
 

@@ -16,13 +16,13 @@ from . import REPO_ROOT, SCHEMA_VERSION
 from .analyze import analyze_run
 from .catalogue import SCALES, load_paper
 from .errors import HarnessError, Interrupted, choose
-from .plan import Plan, expand, make_plan, pending
+from .plan import Plan, expand, for_build, make_plan, pending
 from .progress import Progress
 from .providers import PROVIDERS, get_provider
 from .report import render_paper
 from .rundir import Run, write_json
 from .resources import ResourceMonitor
-from .builds import Choice, choose_build, known_drivers, prepare
+from .builds import Choice, build_kind, choose_build, known_drivers, prepare
 from .runner import host_ports, run_point
 from .tools import require_binaries, require_tool
 
@@ -206,9 +206,12 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
 
     systems_dir = Path(papers_dir).parent / "systems" if papers_dir else None
     # Every experiment's parameters are checked before any of them runs: bad input makes no run directory.
-    plans = {} if resume else {e["id"]: make_plan(paper, e, scale, overrides=overrides, repeat=repeat,
-                                                    only_variants=variants)
-                               for e in experiments if not skip_reason(e, systems_dir)}
+    # The build comes first: on the reference build an experiment may run another driver (plan.for_build).
+    kinds, plans = {}, {}
+    for e in [] if resume else [e for e in experiments if not skip_reason(e, systems_dir)]:
+        kinds[e["id"]] = build_kind(build, e, source, systems_dir, variants)
+        plans[e["id"]] = make_plan(paper, for_build(e, kinds[e["id"]][0]), scale, overrides=overrides,
+                                   repeat=repeat, only_variants=variants)
     skipped, runs = {}, []
     for experiment in experiments:
         reason = skip_reason(experiment, systems_dir)
@@ -222,12 +225,16 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             plan = Plan(paper=paper_id, experiment=run.stored("experiment")["experiment"], scale=stored["scale"],
                         repetitions=stored["repetitions"], points=expand(stored), resolved=stored)
             kind = run.metadata.get("build", {}).get("kind", "reference")
+            fallback = run.metadata.get("build", {}).get("fallback_reason")
         else:
             plan = plans[experiment["id"]]
-            kind = build
+            kind, fallback = kinds[experiment["id"]]
         try:
-            choice = choose_build(kind, sorted({p.system for p in plan.points}), experiment["driver"], source,
+            choice = choose_build(kind, sorted({p.system for p in plan.points}), plan.experiment["driver"], source,
                                   systems_dir)
+            choice.fallback_reason = choice.fallback_reason or fallback
+            if kind == "reference" and plan.experiment.get("reference_build"):
+                choice.note = plan.experiment["reference_build"]["why"]
             if choice.fallback_reason:
                 print(f"{experiment['id']}: reference build (upstream not available: {choice.fallback_reason})",
                       file=stream)
@@ -243,7 +250,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         if resume:
             run.resume()
         else:
-            run = Run.create(results, paper.doc["paper"], experiment, plan.resolved, provider=provider,
+            run = Run.create(results, paper.doc["paper"], plan.experiment, plan.resolved, provider=provider,
                              build=choice.metadata(_switches(plan)),
                              seed=plan.resolved["parameters"].get("seed", {}).get("value"))
         runs.append(run)
