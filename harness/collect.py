@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import SCHEMA_VERSION, bftsmart_logs
+from . import SCHEMA_VERSION, bftsmart_logs, fastfabric_logs
 from .errors import HarnessError
 
 _BLOCK_TIMES = ["received_ns", "validated_ns", "committed_ns", "vscc_ns", "mvcc_ns",
@@ -102,7 +102,8 @@ def convert_point(point_dir: Path) -> list[str]:
             write_table(pd.concat(frames, ignore_index=True), point_dir / f"{table}.parquet", table)
             written.append(table)
     # Tables parsed from programs' own logs (the BFT-SMaRt ordering service's, harness/bftsmart_logs.py).
-    for table, df in bftsmart_logs.point_tables(point_dir).items():
+    # Fig. 3's deliveries from FastFabric's second deliver client (harness/fastfabric_logs.py).
+    for table, df in {**bftsmart_logs.point_tables(point_dir), **fastfabric_logs.point_tables(point_dir)}.items():
         write_table(df, point_dir / f"{table}.parquet", table)
         written.append(table)
     return written

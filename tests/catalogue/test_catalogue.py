@@ -158,7 +158,8 @@ def test_schema_rejects_unknown_key():
 
 def test_schema_requires_reason_when_not_runnable():
     doc = _broken()
-    del doc["experiments"][0]["not_runnable_reason"]
+    doc["experiments"][0]["runnable"] = False   # every FastFabric experiment runs: make one that does not
+    doc["experiments"][0].pop("not_runnable_reason", None)
     assert any(e.startswith("experiments/0:") and "not_runnable_reason" in e for e in checks.schema_errors(doc))
 
 

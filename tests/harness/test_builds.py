@@ -17,14 +17,14 @@ def test_reference_build_uses_the_systems_reference_drivers():
 
 
 def test_upstream_refuses_a_driver_the_recipe_lacks():
-    with pytest.raises(HarnessError, match="no upstream driver 'grpc-block-transfer'"):
-        builds.choose_build("upstream", ["fabric-1.2"], "grpc-block-transfer")
+    with pytest.raises(HarnessError, match="no upstream driver 'chaincode-api'"):
+        builds.choose_build("upstream", ["fabric-1.2"], "chaincode-api")
 
 
 def test_auto_falls_back_to_reference_and_says_why(tmp_path, monkeypatch):
     monkeypatch.setattr(builds, "reference_driver", lambda system, driver, systems_dir=None: {
         "playbook": "x.yml", "roles": [], "binaries": [], "placement": {}})
-    choice = builds.choose_build("auto", ["fabric-1.2"], "grpc-block-transfer")
+    choice = builds.choose_build("auto", ["fabric-1.2"], "chaincode-api")
     assert choice.kind == "reference" and "no upstream driver" in choice.fallback_reason
     assert choice.metadata({})["fallback_reason"] == choice.fallback_reason
 

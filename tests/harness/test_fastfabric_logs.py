@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from harness import fastfabric_logs as L
@@ -50,3 +51,40 @@ def test_discarded_blocks_must_follow_each_other():
             "fabricrepro discarded block 7 txs 100 total 200 arrival_ns 2\n")
     with pytest.raises(HarnessError, match="does not follow"):
         L.discarded_blocks(text)
+
+
+def _committed(blocks: dict[int, tuple[int, int]]) -> pd.DataFrame:
+    """A committer's blocks.csv (patch 0003's -blocklog columns): block -> (transactions, valid)."""
+    return pd.DataFrame([{"block_number": b, "tx_count": t, "valid_count": v, "bytes": 1000 + b,
+                          "received_ns": -1, "validated_ns": -1, "committed_ns": -1} for b, (t, v) in blocks.items()])
+
+
+def test_reader_deliveries_keep_the_committed_transfer_blocks_with_their_valid_counts():
+    # the real discarded lines of blocks 5-24; the committer logged blocks 6-24 (block 7: 3 invalid)
+    committed = _committed({b: (100, 97 if b == 7 else 100) for b in range(6, 25)})
+    d = L.reader_deliveries((FIXTURES / "orderer-deliver.out").read_text(), committed)
+    assert list(d.columns) == ["block_number", "arrival_ns", "tx_count", "valid_count", "size_bytes"]
+    assert d["block_number"].tolist() == list(range(6, 25))
+    assert d.loc[d.block_number == 7, "valid_count"].item() == 97
+    assert d.loc[0, "arrival_ns"] == 1795487509682433063 and d.loc[0, "size_bytes"] == 1006
+
+
+def test_reader_deliveries_refuse_another_chain():
+    with pytest.raises(HarnessError, match="block 5: the reader got 100 transactions, the committer 99"):
+        L.reader_deliveries((FIXTURES / "orderer-deliver.out").read_text(), _committed({5: (99, 99)}))
+    with pytest.raises(HarnessError, match="none of the blocks"):
+        L.reader_deliveries((FIXTURES / "orderer-deliver.out").read_text(), _committed({99: (100, 100)}))
+
+
+def test_point_tables_read_the_reader_log_beside_the_block_log(tmp_path):
+    (tmp_path / "logs" / "peer").mkdir(parents=True)
+    (tmp_path / "raw" / "peer").mkdir(parents=True)
+    (tmp_path / "logs" / "peer" / "fastfabric_reader.log").write_text(
+        (FIXTURES / "orderer-deliver.out").read_text())
+    _committed({b: (100, 100) for b in range(5, 25)}).to_csv(tmp_path / "raw" / "peer" / "blocks.csv", index=False)
+    (d,) = L.point_tables(tmp_path).values()
+    assert len(d) == 20 and set(d["host"]) == {"peer"}
+    assert L.point_tables(tmp_path / "nothing") == {}
+    (tmp_path / "raw" / "peer" / "blocks.csv").unlink()
+    with pytest.raises(HarnessError, match="no block log"):
+        L.point_tables(tmp_path)
