@@ -18,7 +18,10 @@ The steps, each recorded in the build's ``build.json``:
    another system's pinned tree, ``graft``).
 3. **build**: ``go build`` of each target in GOPATH mode, and each chaincode
    in the same GOPATH; then each Java ``component`` (another repository at
-   its own pin) with Ant, kept under ``components/<name>/``.
+   its own pin) with Ant, kept under ``components/<name>/``. A component may
+   merge a second commit of its repository (``merge``, git source only), take
+   its own patches, and take files built by an earlier component (``inputs``);
+   a flavour may replace or add components (``components``).
 
 A build is kept under ``build/upstream/<system>/<key>/`` where the key hashes
 the commit, the patches, the toolchain and the chaincode sources: a second
@@ -251,8 +254,33 @@ def _from_git(recipe: dict, dest: Path) -> dict:
         if resolved and resolved != recipe["commit"] and not recipe.get("ref_moves"):
             raise HarnessError(f"{url}: {ref} is {resolved}, but systems/{recipe['system']}/upstream.yaml "
                                f"pins {recipe['commit']}: fix the pin")
+    merged = _merge(recipe, dest, git, url) if recipe.get("merge") else None
     shutil.rmtree(dest / ".git")
-    return {"kind": "git", "url": url, "commit": head}
+    return {"kind": "git", "url": url, "commit": head, **({"merged": merged} if merged else {})}
+
+
+def _merge(recipe: dict, dest: Path, git: list[str], url: str) -> dict:
+    """Merge ``recipe['merge']['commit']`` (a second commit of the same repository) into the checked-out pin.
+
+    For a published branch that lacks an API its companion code calls (WHEAT's
+    branch and the ordering nodes of its time). Conflicts are allowed only in
+    paths the build removes first (shipped binaries): the build never sees
+    either side of them; any other conflict stops the build.
+    """
+    spec = recipe["merge"]
+    ident = ["-c", "user.name=fabricrepro", "-c", "user.email=fabricrepro@localhost"]
+    result = subprocess.run(git + ident + ["merge", "--quiet", "--no-commit", "--no-ff", spec["commit"]],
+                            capture_output=True, text=True, check=False)
+    conflicts = _run(git + ["diff", "--name-only", "--diff-filter=U"], "list merge conflicts").split()
+    removed = [r.rstrip("/") for r in (recipe.get("build") or {}).get("remove") or []]
+    stray = [c for c in conflicts if not any(c == r or c.startswith(r + "/") for r in removed)]
+    if (result.returncode != 0 and not conflicts) or stray:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-10:])
+        raise HarnessError(f"{url}: merging {spec['commit'][:12]} into {recipe['commit'][:12]} conflicts in "
+                           f"{', '.join(stray) or '(no file)'} (only paths in build.remove may conflict)\n{tail}")
+    changed = _run(git + ["diff", "--cached", "--name-only", recipe["commit"]], "list merged files").split()
+    return {"commit": spec["commit"], "ref": spec.get("ref"), "files_changed": len(changed),
+            "conflicts_removed": len(conflicts)}
 
 
 # ---------------------------------------------------------------- build
@@ -288,7 +316,8 @@ def _tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def build_key(recipe: dict, patches: list[Patch], toolchain_version: str, flavours: list[dict] = ()) -> str:
+def build_key(recipe: dict, patches: list[Patch], toolchain_version: str, flavours: list[dict] = (),
+              systems_dir: Path = SYSTEMS) -> str:
     """The cache key of a build: commit, patches, toolchain, chaincode sources and flavours."""
     doc = {"commit": recipe["commit"], "patches": [p.sha256 for p in patches],
            "toolchain": recipe["toolchain"], "toolchain_version": toolchain_version,
@@ -297,6 +326,9 @@ def build_key(recipe: dict, patches: list[Patch], toolchain_version: str, flavou
                           for name, cc in sorted((recipe.get("chaincodes") or {}).items())}}
     if recipe.get("components"):  # absent otherwise, so that Go-only builds keep their keys
         doc["components"] = recipe["components"]
+        patched = {name: [p.sha256 for p in ps] for name, ps in component_patches(recipe, systems_dir).items() if ps}
+        if patched:  # absent otherwise, so that builds without component patches keep their keys
+            doc["component_patches"] = patched
     if flavours:  # absent otherwise, so that builds without flavours keep their keys
         doc["flavours"] = [{k: f[k] for k in ("name", "base", "graft", "targets") if k in f} for f in flavours]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
@@ -325,6 +357,11 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
     for flavour in flavours:  # chaincode that needs the flavour's patches (e.g. a new shim API)
         chaincodes.update(flavour.get("chaincodes") or {})
     recipe = {**recipe, "targets": targets, "chaincodes": chaincodes}
+    for flavour in flavours:  # a flavour's component replaces the recipe's of that name, and builds after the rest
+        extra = flavour.get("components") or {}
+        if extra:
+            kept = {n: c for n, c in (recipe.get("components") or {}).items() if n not in extra}
+            recipe = {**recipe, "components": {**kept, **extra}}
     version = go_version()
     if recipe.get("components"):
         kinds = {c["build"]["kind"] for c in recipe["components"].values()}
@@ -332,7 +369,7 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
             version += "; " + java_version()
         if upstream_couchdb.KIND in kinds:
             version += "; " + upstream_couchdb.erlang_version()
-    key = build_key(recipe, patches, version, flavours)
+    key = build_key(recipe, patches, version, flavours, systems_dir)
     final = Path(builds) / system / key
     final.parent.mkdir(parents=True, exist_ok=True)
     # A go.mod of its own keeps the GOPATH trees below out of an enclosing
@@ -368,7 +405,7 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
                 shutil.copytree(REPO_ROOT / cc["source"], src, ignore=shutil.ignore_patterns("go.mod", "go.sum"))
                 log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name}")
                 _go_build(env, src, ".", work / "bin" / name, [])
-            components = _build_components(recipe, work / "components", source, log)
+            components = _build_components(recipe, work / "components", source, log, systems_dir)
             info = {"schema_version": SCHEMA_VERSION, "system": system, "repository": recipe["repository"],
                     "ref": recipe.get("ref"), "commit": recipe["commit"], "built_commit": fetched["commit"],
                     "key": key, "source": fetched, "patches": [p.to_dict() for p in patches],
@@ -419,25 +456,57 @@ def java_version() -> str:
     return f"{java[0] if java else 'java ?'}; {_run(['ant', '-version'], 'ant -version').strip()}"
 
 
-def _build_components(recipe: dict, root: Path, source: str, log) -> dict:
+def component_patches(recipe: dict, systems_dir: Path = SYSTEMS) -> dict[str, list[Patch]]:
+    """Each component's own patch series (``components.<name>.patches``, files in ``systems/<system>/patches/``)."""
+    return {name: patch_series(recipe["system"], recipe, systems_dir, names=c.get("patches") or [])
+            for name, c in (recipe.get("components") or {}).items()}
+
+
+def _build_components(recipe: dict, root: Path, source: str, log, systems_dir: Path = SYSTEMS) -> dict:
     """Fetch and build each of the recipe's ``components`` (Java trees built with Ant) under ``root/<name>``.
 
     A system whose published code spans several repositories (BFT-SMaRt's
     ordering nodes beside the Fabric fork that fronts them) keeps each at its
     own pin; the whole built tree stays, since Java runs from it (jars, lib/, config/).
+    In order, per component: fetch (and ``merge``), apply its ``patches``,
+    delete ``build.remove``, copy its ``inputs`` (``dest: <earlier component>:<path>``,
+    e.g. the library jar the nodes link), build.
     """
     out = {}
+    patches = component_patches(recipe, systems_dir)
     for name, component in (recipe.get("components") or {}).items():
         tree = root / name
         log(f"upstream {recipe['system']}: fetching component {name}: {component['repository']} "
             f"@ {component['commit'][:12]} ({source})")
-        fetched = fetch_source({**component, "system": f"{recipe['system']}/{name}"}, tree, source)
+        if component.get("merge") and source == "snapshot":
+            raise HarnessError(f"component {name} merges {component['merge']['commit'][:12]}, which needs "
+                               "the repository's history: use --source git (or auto)")
+        fetched = fetch_source({**component, "system": f"{recipe['system']}/{name}"}, tree,
+                               "git" if component.get("merge") else source)
+        for patch in patches[name]:
+            log(f"upstream {recipe['system']}: applying {patch.name} to component {name}")
+            _apply(patch, tree)
         spec = component["build"]
         for rel in spec.get("remove") or []:  # shipped binaries the build must not fall back on
             target = tree / rel
-            if not target.is_file():
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.is_file():
+                target.unlink()
+            else:
                 raise HarnessError(f"component {name}: build.remove names {rel}, which the tree does not hold")
-            target.unlink()
+        inputs = {}
+        for rel, ref in (component.get("inputs") or {}).items():
+            other, _, path = ref.partition(":")
+            if other not in out:
+                raise HarnessError(f"component {name}: input {rel} comes from {ref}, but component {other!r} "
+                                   "is not built before it (list it first)")
+            src = root / other / path
+            if not src.is_file():
+                raise HarnessError(f"component {name}: input {rel}: component {other} made no {path}")
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, tree / rel)
+            inputs[rel] = {"from": ref, "sha256": sha256_file(src)}
         deps = None
         if spec["kind"] == upstream_couchdb.KIND:  # Apache CouchDB: harness/upstream_couchdb.py
             deps = upstream_couchdb.build_release(recipe["system"], name, tree, spec, source, log)
@@ -452,6 +521,10 @@ def _build_components(recipe: dict, root: Path, source: str, log) -> dict:
                      "build": spec, "path": str(tree.relative_to(root.parent))}
         if deps:
             out[name]["dependencies"] = deps
+        if patches[name]:
+            out[name]["patches"] = [p.to_dict() for p in patches[name]]
+        if inputs:
+            out[name]["inputs"] = inputs
     return out
 
 
