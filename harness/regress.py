@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import itertools
 import math
 import os
@@ -389,8 +388,8 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
 # ----------------------------------------------------------------------------- the page
 
 def _figure(doc: dict) -> bytes:
-    import matplotlib
-    matplotlib.use("Agg")
+    # matplotlib only when a page is drawn: the rest of regress runs without it.
+    from .figure_png import png_bytes
     import matplotlib.pyplot as plt
 
     rows = doc["commits"]
@@ -405,11 +404,7 @@ def _figure(doc: dict) -> bytes:
     ax.set_xticks(range(len(rows)), [r["short"][:7] for r in rows], rotation=45, ha="right", fontsize=7)
     ax.set_ylabel(doc["metric"])
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return png_bytes(fig)
 
 
 def render_html(doc: dict, out: Path) -> str:

@@ -15,14 +15,12 @@ from __future__ import annotations
 import base64
 import html
 import inspect
-import io
 import json
 import re
 from pathlib import Path
 
-import matplotlib
+from .figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's Agg backend
 
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from . import bftsmart_model, fidelity, fujitsu_figures, phase_figures  # noqa: E402
@@ -30,8 +28,6 @@ from .analyze import analyze_run  # noqa: E402
 from .catalogue import load_paper  # noqa: E402
 from .metrics import METRICS  # noqa: E402
 from .rundir import latest_run  # noqa: E402
-
-FIGURE_RC = {"svg.hashsalt": "fabricrepro", "figure.dpi": 100, "savefig.dpi": 100, "font.size": 9}
 
 
 def fmt(value) -> str:
@@ -88,11 +84,7 @@ def draw_figure(experiment: dict, summary: dict | None, build: str = "") -> byte
         ax.set_title(f"{experiment.get('ref', experiment['id'])}: {experiment['title']}", fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", metadata={"Software": None})
-        plt.close(fig)
-    return buf.getvalue()
+        return png_bytes(fig)
 
 
 def _draw_bars(ax, variants, labels, groups, published, metric, build=""):

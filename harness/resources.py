@@ -273,8 +273,7 @@ def plot_resources(df, path: Path | None, metrics: tuple[str, ...] = ("cpu_util_
 
     Written to ``path`` (returned), or returned as PNG bytes when ``path`` is None.
     """
-    import matplotlib
-    matplotlib.use("Agg")
+    from .figure_png import png_bytes  # matplotlib only when a report is drawn
     import matplotlib.pyplot as plt
 
     present = [m for m in metrics if m in set(df["metric"])] or sorted(set(df["metric"]))[:1]
@@ -289,15 +288,10 @@ def plot_resources(df, path: Path | None, metrics: tuple[str, ...] = ("cpu_util_
     axes[-1, 0].set_xlabel("time since start (s)")
     if len(df):
         axes[0, 0].legend(fontsize=7, ncol=4, loc="upper right")
-    fig.tight_layout()
+    png = png_bytes(fig)
     if path is None:
-        import io
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-        plt.close(fig)
-        return buf.getvalue()
+        return png
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    path.write_bytes(png)
     return path
