@@ -13,6 +13,9 @@ samples in tests/harness/fixtures/bftsmart-orderer/):
 * ``workload_latencies``: ``bft.test.WorkloadClient``'s ``latency_<id>.log`` (its
   "latency" logger: per envelope of its own, the block and milliseconds from
   submission to the block's arrival).
+* ``testnodes_latency``: the paper-era frontend emulator ``bft.TestNodes`` (Fig. 7;
+  zeromq generation): its ``[latency]`` reports, each over a fixed number of its
+  own envelopes, from submission to the block's arrival at that frontend.
 
 ``point_tables`` turns a point's fetched logs into the tables its metrics read
 (``harness.collect`` stores them beside the CSV tables).
@@ -127,6 +130,38 @@ def workload_latencies(text: str) -> list[dict]:
     return out
 
 
+_TESTNODES = re.compile(r"^\[latency\] (\d+) // (Average|Median|90th p|95th p|Max)\s*= (-?\d+)"
+                        r"(?: \(\+/- ([0-9.Ee+-]+|NaN)\))? us\s*$", re.M)
+_TESTNODES_KEYS = {"Average": "mean_ms", "Median": "p50_ms", "90th p": "p90_ms", "95th p": "p95_ms", "Max": "max_ms"}
+
+
+def testnodes_latency(text: str) -> list[dict]:
+    """bft.TestNodes' latency reports: ``{frontend, report, mean_ms, sd_ms, p50_ms, p90_ms, p95_ms, max_ms}``.
+
+    Each report is five lines (average with its standard deviation, median,
+    90th and 95th percentile, maximum), printed in microseconds every
+    ``fabricrepro.latency.every`` envelopes of the frontend's own (patch 0101;
+    100,000 unpatched), then the sample restarts. A report cut off at the end
+    of the file is left out.
+    """
+    out: list[dict] = []
+    current: dict | None = None
+    for frontend, key, value, sd in _TESTNODES.findall(text):
+        if key == "Average":
+            current = {"frontend": int(frontend), "report": len(out), "mean_ms": int(value) / 1000.0,
+                       "sd_ms": float(sd) / 1000.0 if sd else None}
+        elif current is None or current["frontend"] != int(frontend):
+            continue  # a report whose first line is missing
+        else:
+            current[_TESTNODES_KEYS[key]] = int(value) / 1000.0
+            if key == "Max":
+                out.append(current)
+                current = None
+    if not out:
+        raise HarnessError("TestNodes output has no complete '[latency] <id> // Average ... Max' report")
+    return out
+
+
 #: Tables ``point_tables`` makes, with their columns (``harness.collect`` loads them with the CSV tables).
 LOG_TABLES = {
     # node 0's (the leader's) throughput reports: unit "envelopes" or "blocks", rate since the previous report
@@ -135,6 +170,8 @@ LOG_TABLES = {
     "bft_signatures": ["threads", "block_size", "per_s"],
     # WorkloadClient's latencies (Fig. 7): client (its frontend id), block, milliseconds
     "bft_latency": ["client", "time_ns", "block", "latency_ms"],
+    # TestNodes' latency reports (Fig. 7, zeromq generation): frontend id, its region (the host), report index, ms
+    "bft_frontend_latency": ["frontend", "region", "report", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "max_ms"],
 }
 
 
@@ -180,6 +217,10 @@ def point_tables(point_dir: Path) -> dict[str, pd.DataFrame]:
                  for r in _parsed(workload_latencies, f)]
     if rows:
         out["bft_latency"] = pd.DataFrame(rows, columns=LOG_TABLES["bft_latency"])
+    rows = [{"region": f.parent.name, **{k: r[k] for k in LOG_TABLES["bft_frontend_latency"] if k != "region"}}
+            for f in sorted(logs.glob("*/testnodes-*.log")) for r in _parsed(testnodes_latency, f)]
+    if rows:
+        out["bft_frontend_latency"] = pd.DataFrame(rows, columns=LOG_TABLES["bft_frontend_latency"])
     return out
 
 

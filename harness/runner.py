@@ -35,14 +35,18 @@ from .plan import Point
 from .rundir import Run, write_json
 
 def host_ports(components: list[str]) -> list[int]:
-    """The ports the servers among ``components`` listen on: each role's ``<role>_port`` default."""
+    """The ports the servers among ``components`` listen on: each role's ``<role>_port`` default,
+    and its ``<role>_ports`` (a list, for a role whose servers listen on several, e.g. BFT-SMaRt's
+    client and replica ports)."""
     ports = set()
     for c in components:
         defaults = PLAYBOOKS / "roles" / c / "defaults" / "main.yml"
         if defaults.is_file():
-            port = (yaml.safe_load(defaults.read_text(encoding="utf-8")) or {}).get(f"{c}_port")
+            doc = yaml.safe_load(defaults.read_text(encoding="utf-8")) or {}
+            port = doc.get(f"{c}_port")
             if port is not None:
                 ports.add(int(port))
+            ports.update(int(p) for p in doc.get(f"{c}_ports") or [])
     return sorted(ports)
 
 
@@ -104,16 +108,18 @@ def role_variables(point: Point) -> dict:
             **bftsmart_variables(point.parameters)}
 
 
-#: The BFT-SMaRt ordering service's role variables (systems/bftsmart-orderer) that each point parameter sets.
+#: The BFT-SMaRt ordering service's role variables (systems/bftsmart-orderer) that each point parameter sets
+#: (bftsmart_geo_*: Fig. 7's geo driver, role bftsmart_geo).
 BFTSMART_VARIABLES = {
     "nodes": ["bftsmart_config_nodes"],
-    "envelopes_per_block": ["bftsmart_config_block_size", "bftsmart_sigbench_block_size"],
+    "envelopes_per_block": ["bftsmart_config_block_size", "bftsmart_sigbench_block_size", "bftsmart_geo_block_size"],
     "receivers": ["bftsmart_config_frontends"],          # every workload client also receives every block
     "signing_threads": ["bftsmart_config_signing_threads", "bftsmart_sigbench_threads"],
-    "envelope_bytes": ["bftsmart_workload_envelope_bytes", "bftsmart_sigbench_envelope_bytes"],
-    "duration_s": ["bftsmart_workload_duration_s", "bftsmart_sigbench_duration_s"],
-    "workload_workers": ["bftsmart_workload_workers"],
-    "workload_delay_ms": ["bftsmart_workload_delay_ms"],
+    "envelope_bytes": ["bftsmart_workload_envelope_bytes", "bftsmart_sigbench_envelope_bytes",
+                       "bftsmart_geo_envelope_bytes"],
+    "duration_s": ["bftsmart_workload_duration_s", "bftsmart_sigbench_duration_s", "bftsmart_geo_duration_s"],
+    "workload_workers": ["bftsmart_workload_workers", "bftsmart_geo_clients"],
+    "workload_delay_ms": ["bftsmart_workload_delay_ms", "bftsmart_geo_client_delay_ms"],
 }
 
 

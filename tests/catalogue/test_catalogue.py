@@ -96,6 +96,7 @@ def test_runnable_set_is_as_planned():
     assert runnable == {
         ("bftsmart-orderer", "text-signature-bench"),
         ("bftsmart-orderer", "fig6-lan-throughput"),
+        ("bftsmart-orderer", "fig7-geo-latency"),
         ("fastfabric", "fig4-orderer-payload"),
         ("fastfabric", "fig5-peer-block-latency"),
         ("fastfabric", "fig6-peer-throughput"),
