@@ -154,3 +154,86 @@ def test_wheat_library_and_zeromq_nodes_build_from_source(tmp_path, monkeypatch)
                              capture_output=True, check=True).stdout
     assert b"system.useweights" in classes and b"system.tentative" in classes
     assert out["ordering-service"]["inputs"]["lib/BFT-SMaRt.jar"]["sha256"] == upstream.sha256_file(jar)
+
+
+# ---------------------------------------------------------------- Fig. 7's driver: layout, weights, links
+
+REGIONS = ["oregon", "virginia", "ireland", "sydney", "sao-paulo"]
+
+
+def _fig7() -> dict:
+    from harness.catalogue import load_paper
+    return next(e for e in load_paper("bftsmart-orderer").experiments if e["id"] == "fig7-geo-latency")
+
+
+@pytest.fixture
+def geo_config(tmp_path):
+    """Run the config play of playbooks/bftsmart-geo.yml (controller only) for a protocol; return its files."""
+    if not shutil.which("ansible-playbook"):
+        pytest.skip("ansible-playbook is not installed")
+    import sys
+    import json
+    import yaml
+    svc = tmp_path / "svc" / "config"
+    svc.mkdir(parents=True)
+    (svc / "system.config").write_text("system.servers.num = 4\nsystem.servers.f = 1\n"
+                                       "system.initial.view = 0,1,2,3\nsystem.totalordermulticast.maxbatchsize = 400\n")
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = {"all": {"hosts": {"localhost": local, **{r: {**local, "fabricrepro_address": r} for r in REGIONS}},
+                         "children": {"bftsmart_geo": {"hosts": {r: None for r in REGIONS}}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+
+    def run(protocol: str) -> dict:
+        ctl = tmp_path / protocol
+        extra = {"fabricrepro_upstream_dir": str(tmp_path), "bftsmart_geo_service_dir": str(tmp_path / "svc"),
+                 "fabricrepro_controller_dir": str(ctl), "fabricrepro_work_dir": str(tmp_path / "work"),
+                 "fabricrepro_switches": {"protocol": protocol, "generation": "zeromq"}}
+        r = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "bftsmart-geo.yml"),
+                            "--tags", "configure", "--limit", "localhost", "-e", json.dumps(extra)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+        d = ctl / "bftsmart_geo"
+        system = dict(line.split(" = ", 1) for line in (d / "system.config").read_text().splitlines() if " = " in line)
+        return {"layout": json.loads((d / "layout.json").read_text()), "system": system,
+                "hosts": [l.split() for l in (d / "hosts.config").read_text().splitlines() if not l.startswith("#")]}
+    return run
+
+
+def test_wheat_config_gives_oregon_and_virginia_vmax(geo_config):
+    cfg = geo_config("wheat")
+    assert cfg["system"]["system.servers.num"] == "5"
+    assert cfg["system"]["system.initial.view"] == "0,4,1,2,3"   # the first 2f weigh V_max (View.computeWeights)
+    assert cfg["system"]["system.useweights"] == "true" and cfg["system"]["system.tentative"] == "true"
+    assert cfg["system"]["system.totalordermulticast.maxbatchsize"] == "400"   # the sample's other keys stay
+    weights = {n["region"]: n["weight"] for n in cfg["layout"]["nodes"]}
+    # seed 004 line 162: Oregon (the leader, replica 0) and Virginia carry V_max = 2; the rest V_min = 1 (line 84)
+    regions = _fig7()["regions"]["wheat_weighted_regions"]
+    assert sorted(r for r, w in weights.items() if w == 2) == sorted(regions["v_max"])
+    assert sorted(r for r, w in weights.items() if w == 1) == sorted(regions["v_min"])
+    assert ["0", "oregon", "11000"] in cfg["hosts"] and ["4", "virginia", "11040"] in cfg["hosts"]
+    assert {f["region"] for f in cfg["layout"]["frontends"]} == {"oregon", "virginia", "sao-paulo"}
+
+
+def test_bftsmart_config_has_four_unweighted_replicas_and_the_same_frontends(geo_config):
+    cfg = geo_config("bftsmart")
+    assert cfg["system"]["system.servers.num"] == "4" and cfg["system"]["system.initial.view"] == "0,1,2,3"
+    assert cfg["system"]["system.useweights"] == "false" and cfg["system"]["system.tentative"] == "false"
+    assert {n["region"] for n in cfg["layout"]["nodes"]} == {"oregon", "ireland", "sydney", "sao-paulo"}
+    assert {n["weight"] for n in cfg["layout"]["nodes"]} == {1}
+    assert {f["region"] for f in cfg["layout"]["frontends"]} == {"oregon", "virginia", "sao-paulo"}
+
+
+def test_every_region_pair_is_delayed_both_ways_on_every_node_port():
+    from harness import reproduce, runner
+    exp = _fig7()
+    hosts = {h: ["bftsmart_geo"] for h in exp["topology"]}
+    links = reproduce.network_links(exp, hosts)
+    delay = {(l["from"], l["to"]): l["delay_ms"] for l in links}
+    assert len(delay) == 20                       # 10 region pairs, each direction
+    for (a, b), d in delay.items():
+        assert delay[(b, a)] == d and 20 <= d <= 200
+    # Oregon-Sao Paulo: half of the 182.7 ms round trip the cited 2017 table gives
+    assert delay[("oregon", "sao_paulo")] == 91
+    ports = set(runner.host_ports(["bftsmart_geo"]))
+    for node in range(5):                          # client and replica port of every node
+        assert {11000 + 10 * node, 11001 + 10 * node} <= ports
