@@ -139,7 +139,8 @@ def testnodes_latency(text: str) -> list[dict]:
     """bft.TestNodes' latency reports: ``{frontend, report, mean_ms, sd_ms, p50_ms, p90_ms, p95_ms, max_ms}``.
 
     Each report is five lines (average with its standard deviation, median,
-    90th and 95th percentile, maximum), printed in microseconds every
+    90th and 95th percentile, maximum), printed in microseconds (the deviation
+    in nanoseconds) every
     ``fabricrepro.latency.every`` envelopes of the frontend's own (patch 0101;
     100,000 unpatched), then the sample restarts. A report cut off at the end
     of the file is left out.
@@ -148,8 +149,10 @@ def testnodes_latency(text: str) -> list[dict]:
     current: dict | None = None
     for frontend, key, value, sd in _TESTNODES.findall(text):
         if key == "Average":
+            # the standard deviation is printed as Storage.getDP returns it, in nanoseconds
+            # (TestNodes labels the line "us" but divides only the average by 1000)
             current = {"frontend": int(frontend), "report": len(out), "mean_ms": int(value) / 1000.0,
-                       "sd_ms": float(sd) / 1000.0 if sd else None}
+                       "sd_ms": float(sd) / 1e6 if sd else None}
         elif current is None or current["frontend"] != int(frontend):
             continue  # a report whose first line is missing
         else:
@@ -222,6 +225,20 @@ def point_tables(point_dir: Path) -> dict[str, pd.DataFrame]:
     if rows:
         out["bft_frontend_latency"] = pd.DataFrame(rows, columns=LOG_TABLES["bft_frontend_latency"])
     return out
+
+
+def frontend_latency(reports: pd.DataFrame, column: str) -> float:
+    """One latency of a point from TestNodes' reports (``bft_frontend_latency``): each frontend's mean
+    ``column`` over its reports, then the mean over frontends (each region counts once).
+
+    A frontend's first report is left out when it has three or more: it covers
+    the clients' start. NaN without reports.
+    """
+    per_frontend = []
+    for _, r in reports.sort_values("report").groupby("frontend"):
+        values = r[column].iloc[1:] if len(r) >= 3 else r[column]
+        per_frontend.append(float(values.mean()))
+    return float(sum(per_frontend) / len(per_frontend)) if per_frontend else float("nan")
 
 
 def rate(reports: pd.DataFrame, unit: str) -> float:

@@ -205,6 +205,7 @@ def compute_all(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
 # The BFT-SMaRt ordering service's metrics over its programs' logs (tables of
 # harness/bftsmart_logs.py). A name the load generator's tables already give
 # (orderer_throughput_tps) is keyed apart; compute_all reports it by its name.
+from .bftsmart_logs import frontend_latency as _bft_frontend_latency  # noqa: E402
 from .bftsmart_logs import rate as _bft_rate  # noqa: E402
 
 for _m in (
@@ -222,6 +223,11 @@ for _m in (
              (lambda bft_latency, q=q: percentile(bft_latency["latency_ms"], q)),
              f"{q}th percentile of WorkloadClient's envelope latency (submission to the block's arrival)")
       for q in (50, 90, 99)),
+    *(Metric(f"frontend_latency_p{q}_ms", "ms", ("bft_frontend_latency",),
+             (lambda bft_frontend_latency, q=q: _bft_frontend_latency(bft_frontend_latency, f"p{q}_ms")),
+             f"TestNodes' {q}th percentile latency (submission to the block at that frontend), "
+             "mean over its reports, then over frontends (Fig. 7; per region: table bft_frontend_latency)")
+      for q in (50, 90, 95)),
 ):
     METRICS[_m.name if _m.name not in METRICS else f"{_m.name}@{_m.tables[0]}"] = _m
 del _m

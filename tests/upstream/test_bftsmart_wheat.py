@@ -237,3 +237,37 @@ def test_every_region_pair_is_delayed_both_ways_on_every_node_port():
     ports = set(runner.host_ports(["bftsmart_geo"]))
     for node in range(5):                          # client and replica port of every node
         assert {11000 + 10 * node, 11001 + 10 * node} <= ports
+
+
+# ---------------------------------------------------------------- TestNodes' latency reports
+
+def test_testnodes_latency_reports_are_parsed_and_a_cut_report_left_out():
+    from harness import bftsmart_logs
+    reports = bftsmart_logs.testnodes_latency((FIXTURES / "testnodes_1000.log").read_text())
+    assert len(reports) == 2                      # the third is cut off after its median's first digits
+    first = reports[0]
+    assert first["frontend"] == 1000 and first["report"] == 0
+    assert first["mean_ms"] == pytest.approx(412.873) and first["p50_ms"] == pytest.approx(398.211)
+    assert first["p90_ms"] == pytest.approx(487.090) and first["p95_ms"] == pytest.approx(512.344)
+    assert first["max_ms"] == pytest.approx(803.118)
+    assert first["sd_ms"] == pytest.approx(61.234567890123)   # printed in ns
+    assert reports[1]["p50_ms"] == pytest.approx(380.006)
+
+
+def test_testnodes_output_without_a_report_is_an_error():
+    from harness import bftsmart_logs
+    with pytest.raises(HarnessError, match="TestNodes output"):
+        bftsmart_logs.testnodes_latency("Waiting 15 seconds...\nWindow of client 1001 is full\n")
+
+
+def test_frontend_latency_table_and_metric(tmp_path):
+    from harness import bftsmart_logs, metrics
+    text = (FIXTURES / "testnodes_1000.log").read_text()
+    for region, fid in (("oregon", 1000), ("sao-paulo", 3000)):
+        (tmp_path / "logs" / region).mkdir(parents=True)
+        (tmp_path / "logs" / region / f"testnodes-{fid}.log").write_text(text.replace("] 1000 //", f"] {fid} //"))
+    table = bftsmart_logs.point_tables(tmp_path)["bft_frontend_latency"]
+    assert sorted(set(zip(table["region"], table["frontend"]))) == [("oregon", 1000), ("sao-paulo", 3000)]
+    out = metrics.compute_all({"bft_frontend_latency": table})
+    # two reports per frontend (both kept: fewer than three), averaged, then over the two frontends
+    assert out["frontend_latency_p50_ms"] == pytest.approx((398.211 + 380.006) / 2)
