@@ -32,10 +32,15 @@ RESULTS = Path(os.environ.get("FABRICREPRO_RESULTS") or REPO_ROOT / "results")
 REPORTS = Path(os.environ.get("FABRICREPRO_REPORTS") or REPO_ROOT / "reports")
 
 
-def skip_reason(experiment: dict, systems_dir: Path | None = None) -> str | None:
-    """Why an experiment cannot run (None if it can)."""
+def skip_reason(experiment: dict, systems_dir: Path | None = None, provider: str | None = None) -> str | None:
+    """Why an experiment cannot run (None if it can), on ``provider`` when given."""
     if not experiment.get("runnable"):
         return experiment.get("not_runnable_reason") or "marked not runnable in the catalogue"
+    delayed = [l for l in (experiment.get("network") or {}).get("links", []) if l.get("delay_ms")]
+    if provider == "local" and (delayed or (experiment.get("network") or {}).get("delay_ms")):
+        # its result is the effect of the delays (e.g. geo-distributed latency): without them it means nothing
+        return ("its links have fixed delays (network), which the local provider cannot apply "
+                "(every role on one host): use --provider netns, ssh or aws")
     drivers = known_drivers(systems_dir)
     if experiment.get("driver") not in drivers:
         return f"driver {experiment.get('driver')!r} has no runner yet (runners: {', '.join(sorted(drivers))})"
@@ -208,13 +213,13 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     # Every experiment's parameters are checked before any of them runs: bad input makes no run directory.
     # The build comes first: on the reference build an experiment may run another driver (plan.for_build).
     kinds, plans = {}, {}
-    for e in [] if resume else [e for e in experiments if not skip_reason(e, systems_dir)]:
+    for e in [] if resume else [e for e in experiments if not skip_reason(e, systems_dir, provider)]:
         kinds[e["id"]] = build_kind(build, e, source, systems_dir, variants)
         plans[e["id"]] = make_plan(paper, for_build(e, kinds[e["id"]][0]), scale, overrides=overrides,
                                    repeat=repeat, only_variants=variants)
     skipped, runs = {}, []
     for experiment in experiments:
-        reason = skip_reason(experiment, systems_dir)
+        reason = skip_reason(experiment, systems_dir, provider)
         if reason:
             skipped[experiment["id"]] = reason
             print(f"skip {experiment['id']}: {reason}", file=stream)

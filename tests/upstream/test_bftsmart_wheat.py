@@ -271,3 +271,10 @@ def test_frontend_latency_table_and_metric(tmp_path):
     out = metrics.compute_all({"bft_frontend_latency": table})
     # two reports per frontend (both kept: fewer than three), averaged, then over the two frontends
     assert out["frontend_latency_p50_ms"] == pytest.approx((398.211 + 380.006) / 2)
+
+
+def test_fig7_is_skipped_with_a_reason_where_links_cannot_be_delayed():
+    from harness.reproduce import skip_reason
+    exp = _fig7()
+    assert "local provider cannot apply" in skip_reason(exp, provider="local")
+    assert skip_reason(exp, provider="netns") is None
