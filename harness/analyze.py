@@ -195,7 +195,7 @@ def _measure(claim: dict, experiment: dict, groups: list[dict], context: dict):
         den, why, note_d = _side(claim, "denominator", experiment, groups, context)
         if why:
             return None, None, why, None
-        notes += [n for n in [note_d] if n]
+        notes += [n for n in [note_d] if n and n not in notes]  # both sides from one other run: say it once
         if aggregate == "max_over_sweep":
             top = max(den.values())
             if not top:
