@@ -227,7 +227,7 @@ def _links_text(run_meta: dict) -> str:
                                       f"{l['rate_mbit']} Mbit/s" if l.get("rate_mbit") else "") if x)
         how = (" via " + " and ".join(m for m in (l.get("delay_method"), l.get("rate_method")) if m)
                if l.get("applied", True) else f" not applied: {l.get('reason')}")
-        parts.append(f"{l['from']}→{l['to']} {shape}{how}")
+        parts.append(f"{l['from']}→{l['to']}" + (f" {shape}" if shape else "") + how)  # 0 ms: no shape
     return "Links: " + "; ".join(parts) + "."
 
 
