@@ -76,7 +76,7 @@ def draw_figure(experiment: dict, summary: dict | None, build: str = "") -> byte
         if x == "variant":
             _draw_bars(ax, variants, labels, groups, levels, metric, build)
         else:
-            _draw_lines(ax, x, variants, labels, groups, levels, metric, build)
+            _draw_lines(ax, x, variants, labels, groups, levels, metric, build, axes.get("series"))
             if axes.get("x_scale") == "log":
                 ax.set_xscale("log")
         ax.set_xlabel(axes.get("x_label") or x)
@@ -107,23 +107,36 @@ def _draw_bars(ax, variants, labels, groups, published, metric, build=""):
     ax.set_xticks(ticks, names, rotation=15 if len(names) > 3 else 0)
 
 
-def _draw_lines(ax, x, variants, labels, groups, published, metric, build=""):
-    """One measured series per variant over the swept ``x``, with published values as hollow diamonds."""
-    for i, vid in enumerate(variants):
-        rows = sorted(((g["sweep"].get(x), g["metrics"].get(metric) or {}) for g in groups
-                       if g["variant"] == vid and x in g["sweep"]), key=lambda r: r[0])
-        rows = [(xv, s) for xv, s in rows if s.get("mean") is not None]
-        if rows:
-            ax.errorbar([r[0] for r in rows], [r[1]["mean"] for r in rows], yerr=[r[1]["std"] for r in rows],
-                        marker="o", color=f"C{i}", capsize=3,
-                        label=f"{labels[vid]} (measured{', ' + build + ' build' if build else ''})")
-        # a published value stated for a range of x ({min, max}: BFT-SMaRt's "1 to 2 receivers") has no one place
-        pub = sorted((((p.get("params") or {}).get(x), p) for p in published if p.get("variant") == vid
-                      and isinstance((p.get("params") or {}).get(x), (int, float))), key=lambda r: r[0])
-        if pub:
-            ax.errorbar([r[0] for r in pub], [r[1]["value"] for r in pub],
-                        yerr=[r[1].get("uncertainty") or 0 for r in pub], fmt="D", mfc="none", color=f"C{i}",
-                        capsize=3, label=f"{labels[vid]} (published)")
+def _draw_lines(ax, x, variants, labels, groups, published, metric, build="", series=()):
+    """One measured series per variant over the swept ``x``, with published values as hollow diamonds.
+
+    Other parameters named in ``axes.series`` split a variant's series (Fujitsu Fig. 4: one line per
+    variant and node count), so points of different configurations are never joined.
+    """
+    extra = [k for k in ([series] if isinstance(series, str) else series or []) if k != "variant"]
+    line = 0
+    for vid in variants:
+        mine = [g for g in groups if g["variant"] == vid and x in g["sweep"]]
+        for key in sorted({tuple(g["sweep"].get(k) for k in extra) for g in mine}, key=str) or [()]:
+            split = dict(zip(extra, key))
+            name = labels[vid] + "".join(f", {k}={v}" for k, v in split.items())
+            rows = sorted(((g["sweep"].get(x), g["metrics"].get(metric) or {}) for g in mine
+                           if all(g["sweep"].get(k) == v for k, v in split.items())), key=lambda r: r[0])
+            rows = [(xv, s) for xv, s in rows if s.get("mean") is not None]
+            if rows:
+                ax.errorbar([r[0] for r in rows], [r[1]["mean"] for r in rows], yerr=[r[1]["std"] for r in rows],
+                            marker="o", color=f"C{line}", capsize=3,
+                            label=f"{name} (measured{', ' + build + ' build' if build else ''})")
+            # a published value stated for a range of x ({min, max}: BFT-SMaRt's "1 to 2 receivers") has no one place
+            pub = sorted((((p.get("params") or {}).get(x), p) for p in published if p.get("variant") == vid
+                          and isinstance((p.get("params") or {}).get(x), (int, float))
+                          and all((p.get("params") or {}).get(k) == v for k, v in split.items())),
+                         key=lambda r: r[0])
+            if pub:
+                ax.errorbar([r[0] for r in pub], [r[1]["value"] for r in pub],
+                            yerr=[r[1].get("uncertainty") or 0 for r in pub], fmt="D", mfc="none",
+                            color=f"C{line}", capsize=3, label=f"{name} (published)")
+            line += 1
 
 
 def caption(run_meta: dict, summary: dict, resolved: dict) -> str:
