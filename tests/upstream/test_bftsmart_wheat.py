@@ -186,7 +186,7 @@ def geo_config(tmp_path):
     def run(protocol: str) -> dict:
         ctl = tmp_path / protocol
         extra = {"fabricrepro_upstream_dir": str(tmp_path), "bftsmart_geo_service_dir": str(tmp_path / "svc"),
-                 "fabricrepro_controller_dir": str(ctl), "fabricrepro_work_dir": str(tmp_path / "work"),
+                 "fabricrepro_controller_dir": str(ctl),  # no host work dir: the controller has none
                  "fabricrepro_switches": {"protocol": protocol, "generation": "zeromq"}}
         r = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "bftsmart-geo.yml"),
                             "--tags", "configure", "--limit", "localhost", "-e", json.dumps(extra)],
