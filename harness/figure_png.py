@@ -17,9 +17,11 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 FIGURE_RC = {"svg.hashsalt": "fabricrepro", "figure.dpi": 100, "savefig.dpi": 100, "font.size": 9}
 
 
-def png_bytes(fig) -> bytes:
-    """Lay the figure out, render it as PNG without the matplotlib version stamp, and close it."""
-    fig.tight_layout()
+def png_bytes(fig, *, tight_layout: bool = True) -> bytes:
+    """Lay the figure out (unless the caller placed it), render it as PNG without matplotlib's version
+    stamp, and close it."""
+    if tight_layout:
+        fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
     plt.close(fig)

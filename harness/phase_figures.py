@@ -17,16 +17,12 @@ with the numbers behind it instead of "judge it from the figure".
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
-import matplotlib
+from .figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's Agg backend
 
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-FIGURE_RC = {"svg.hashsalt": "fabricrepro", "figure.dpi": 100, "savefig.dpi": 100, "font.size": 9}
 
 #: Stacked segments (metric, label, colour); an overlapped pair replaces its parts when it was measured.
 VSC_READ = [("vscc_latency_ms", "vscc", "#1f77b4"), ("statedb_read_latency_ms", "statedb_read", "#aec7e8")]
@@ -117,11 +113,8 @@ def draw_breakdown(experiment: dict, summary: dict, build: str = "") -> bytes | 
         handles = ax.get_legend_handles_labels()
         more = tp.get_legend_handles_labels()
         fig.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="center right")
-        fig.subplots_adjust(left=0.07, right=0.53, bottom=0.17, top=0.92)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", metadata={"Software": None})
-        plt.close(fig)
-    return buf.getvalue()
+        fig.subplots_adjust(left=0.07, right=0.53, bottom=0.17, top=0.92)  # room for the legend at the right
+        return png_bytes(fig, tight_layout=False)
 
 
 def _fmt(v) -> str:
