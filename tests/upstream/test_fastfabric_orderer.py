@@ -14,7 +14,6 @@ Ansible, Go or Java/Maven (Kafka) are not at hand.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,20 +21,14 @@ import pytest
 from harness import collect, fastfabric_logs, metrics, upstream
 
 from tests.upstream.test_fabric_network import point_setup, run_watched
+from tests.upstream import needs
 
 # 10 per stream over the client's 50 streams: 5 blocks of 100 after the set-up (100 transactions).
 TRANSFERS, PAYLOAD_KB = 500, 4
 
 
-def _skip_reason() -> str | None:
-    for tool in ("ansible-playbook", "go", "ss", "java", "mvn"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    why = upstream.source_available(upstream.load_recipe("fastfabric"), "snapshot")
-    return f"no FastFabric source to build: {why}" if why else None
-
-
-pytestmark = [pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""), pytest.mark.network]
+pytestmark = [needs.skip_unless_ready(("ansible-playbook", "go", "ss", "java", "mvn"), "fastfabric", "FastFabric"),
+              pytest.mark.network]
 
 
 @pytest.fixture(scope="module")

@@ -10,28 +10,19 @@ Ansible is not at hand.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from harness import collect, metrics, upstream
 
 from tests.upstream.test_fabric_network import point_setup, run_watched
+from tests.upstream import needs
 
 BLOCKS, BLOCK_SIZE = 6, 100
 
 
-def _skip_reason() -> str | None:
-    for tool in ("ansible-playbook", "go", "ss"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    why = upstream.source_available(upstream.load_recipe("fastfabric"), "snapshot")
-    return f"no FastFabric source to build: {why}" if why else None
-
-
-pytestmark = [pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""), pytest.mark.network]
+pytestmark = [needs.skip_unless_ready(("ansible-playbook", "go", "ss"), "fastfabric", "FastFabric"), pytest.mark.network]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ and bind, about 2 minutes here, then cached); the run itself takes about 90 s.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -28,25 +27,16 @@ from harness.providers.base import groups_of
 from harness.providers.local import LocalProvider
 from tests.upstream.test_fabric_network import clients, run_watched  # noqa: F401  (clients: a fixture)
 from tests.upstream.test_validation_opt_network import point_setup
+from tests.upstream import needs
 
 REPO = Path(__file__).resolve().parents[2]
 ACCOUNTS = OPERATIONS = 20
 
 
-def _skip_reason() -> str | None:
-    for tool in ("ansible-playbook", "go", "ss", "node", "npm"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    recipe = upstream.load_recipe("validation-opt")
-    why = upstream.source_available(recipe, "snapshot")
-    if why:
-        return f"no upstream Fabric v1.1.0 to build ({why})"
-    if upstream.snapshot_archive({"snapshot": "caliper-benchmarks"}) is None:
-        return "no caliper-benchmarks snapshot in ../shared/upstream"
-    return None
-
-
-pytestmark = [pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""), pytest.mark.network]
+pytestmark = [needs.skip_unless_ready(
+    ("ansible-playbook", "go", "ss", "node", "npm"), "validation-opt", "Fabric v1.1.0",
+    also=["no caliper-benchmarks snapshot in ../shared/upstream"
+          if upstream.snapshot_archive({"snapshot": "caliper-benchmarks"}) is None else None]), pytest.mark.network]
 
 
 def _caliper_rows(log: str) -> dict[str, tuple[int, int]]:

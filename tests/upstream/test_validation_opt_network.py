@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +25,7 @@ import pytest
 from harness import upstream
 from tests.upstream.test_fabric_network import clients, run_watched  # noqa: F401  (clients: a fixture)
 from tests.upstream.test_fabric_network import point_setup as fabric_point_setup
+from tests.upstream import needs
 
 REPO = Path(__file__).resolve().parents[2]
 TXS = int(os.environ.get("FABRICREPRO_VALIDATION_TXS", "200"))
@@ -36,15 +35,8 @@ PHASES = ["vscc_ns", "statedb_read_ns", "mvcc_ns", "ledger_write_ns", "statedb_w
           "others_ns", "vsc_statedb_read_ns", "ledger_statedb_write_ns"]
 
 
-def _skip_reason() -> str | None:
-    for tool in ("ansible-playbook", "go", "ss", "erl", "make"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    why = upstream.source_available(upstream.load_recipe("validation-opt"), "snapshot")
-    return f"no upstream Fabric v1.1.0 / CouchDB to build ({why})" if why else None
-
-
-pytestmark = [pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""), pytest.mark.network]
+pytestmark = [needs.skip_unless_ready(("ansible-playbook", "go", "ss", "erl", "make"), "validation-opt",
+                                     "Fabric v1.1.0 / CouchDB"), pytest.mark.network]
 
 
 def point_setup(tmp_path: Path, clients: Path, build: Path, switches: dict):
