@@ -179,21 +179,27 @@ def geo_config(tmp_path):
     (svc / "system.config").write_text("system.servers.num = 4\nsystem.servers.f = 1\n"
                                        "system.initial.view = 0,1,2,3\nsystem.totalordermulticast.maxbatchsize = 400\n")
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
-    inventory = {"all": {"hosts": {"localhost": local, **{r: {**local, "fabricrepro_address": r} for r in REGIONS}},
+    # as in a run: the region hosts have a work root (group_vars' fabricrepro_work_dir), the controller none
+    hosts = {r: {**local, "fabricrepro_address": r, "fabricrepro_work_root": str(tmp_path / "work" / r)} for r in REGIONS}
+    inventory = {"all": {"hosts": {"localhost": local, **hosts},
                          "children": {"bftsmart_geo": {"hosts": {r: None for r in REGIONS}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
 
     def run(protocol: str) -> dict:
         ctl = tmp_path / protocol
         extra = {"fabricrepro_upstream_dir": str(tmp_path), "bftsmart_geo_service_dir": str(tmp_path / "svc"),
-                 "fabricrepro_controller_dir": str(ctl),  # no host work dir: the controller has none
+                 "fabricrepro_controller_dir": str(ctl), "fabricrepro_point_path": protocol,
                  "fabricrepro_switches": {"protocol": protocol, "generation": "zeromq"}}
         r = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "bftsmart-geo.yml"),
-                            "--tags", "configure", "--limit", "localhost", "-e", json.dumps(extra)],
+                            "--tags", "configure", "-e", json.dumps(extra)],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
         d = ctl / "bftsmart_geo"
         system = dict(line.split(" = ", 1) for line in (d / "system.config").read_text().splitlines() if " = " in line)
+        # each region's instances got the shipped config/ with the run's two files
+        for r in REGIONS:
+            for inst in (tmp_path / "work" / r / protocol / "bftsmart_geo").iterdir():
+                assert (inst / "config" / "system.config").read_text() == (d / "system.config").read_text()
         return {"layout": json.loads((d / "layout.json").read_text()), "system": system,
                 "hosts": [l.split() for l in (d / "hosts.config").read_text().splitlines() if not l.startswith("#")]}
     return run
