@@ -152,10 +152,7 @@ def judge_fig6(groups: list[dict]) -> dict[str, tuple[bool | None, str]]:
 def draw_fig6(groups: list[dict], rows: list[dict], build: str = "") -> bytes | None:
     """Fig. 6 as the paper splits it: one panel per block size, throughput at node 0 by cluster size, a bar per
     envelope size (receivers summed over if several: the paper's x axis), and Eq. 1's signing term as a dash."""
-    import io
-
-    import matplotlib
-    matplotlib.use("Agg")
+    from .figure_png import FIGURE_RC, png_bytes  # matplotlib only when a report is drawn
     import matplotlib.pyplot as plt
 
     tp = _by(groups)
@@ -166,7 +163,7 @@ def draw_fig6(groups: list[dict], rows: list[dict], build: str = "") -> bytes | 
     envs = sorted({k[2] for k in tp})
     receivers = sorted({k[3] for k in tp})
     bound = {r["sweep"].get("envelopes_per_block"): r["sign_term"] for r in rows}
-    with plt.rc_context({"svg.hashsalt": "fabricrepro", "figure.dpi": 100, "savefig.dpi": 100, "font.size": 9}):
+    with plt.rc_context(FIGURE_RC):
         fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 3.4), squeeze=False, sharey=True)
         width = 0.8 / max(1, len(envs) * len(receivers))
         for ax, bs in zip(axes[0], sizes):
@@ -184,11 +181,7 @@ def draw_fig6(groups: list[dict], rows: list[dict], build: str = "") -> bytes | 
             ax.set_title(f"{bs} envelopes/block")
             ax.set_ylabel(f"envelopes/s at node 0{' (' + build + ' build)' if build else ''}")
             ax.legend(fontsize=7)
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", metadata={"Software": None})
-        plt.close(fig)
-    return buf.getvalue()
+        return png_bytes(fig)
 
 
 def _apply(summary: dict, judged: dict[str, tuple[bool | None, str]]) -> None:

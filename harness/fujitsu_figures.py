@@ -12,14 +12,10 @@
 
 from __future__ import annotations
 
-import io
+from .figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's Agg backend
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-FIGURE_RC = {"svg.hashsalt": "fabricrepro", "figure.dpi": 100, "savefig.dpi": 100, "font.size": 9}
 PHASES = [("chaincode_transfer_us", "message transfer", "#1f77b4"),
           ("chaincode_chaincode_us", "chaincode", "#ff7f0e"),
           ("chaincode_peer_us", "peer", "#2ca02c")]
@@ -73,11 +69,7 @@ def draw_breakdown(experiment: dict, summary: dict, build: str = "") -> bytes | 
                      + (f" ({build} build)" if build else ""), fontsize=10)
         ax.legend(fontsize=8)
         ax.grid(True, axis="y", alpha=0.3)
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", metadata={"Software": None})
-        plt.close(fig)
-    return buf.getvalue()
+        return png_bytes(fig)
 
 
 def breakdown_blocks(experiment: dict, summary: dict, figure_prefix: str, build: str = "") -> list[tuple]:
