@@ -12,8 +12,6 @@ build/upstream/; skipped with the reason when they are absent). Needs root
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,23 +19,17 @@ import pytest
 from harness import bftsmart_logs, upstream
 from harness.deploy import run_playbook
 from harness.providers import netns as N
+from tests.upstream import needs
 
 REPO = Path(__file__).resolve().parents[2]
 ROLES = ["bftsmart_config", "bftsmart_node", "bftsmart_frontend", "bftsmart_receiver", "bftsmart_broadcast"]
 ENVELOPES, GOROUTINES, BLOCK_SIZE = 400, 4, 10
 
 
-def _skip_reason() -> str | None:
-    for tool in ("ansible-playbook", "java", "ant", "go", "ip", "unshare", "ssh"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    why = upstream.source_available(upstream.load_recipe("bftsmart-orderer"), "snapshot")
-    return f"no snapshot of the BFT-SMaRt ordering service ({why})" if why else None
-
-
-pytestmark = [pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""), pytest.mark.network]
+pytestmark = [needs.skip_unless_ready(("ansible-playbook", "java", "ant", "go", "ip", "unshare", "ssh"),
+                                     "bftsmart-orderer", "BFT-SMaRt ordering service",
+                                     also=["network namespaces need root" if os.geteuid() != 0 else None]),
+              pytest.mark.network]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ Debian's RocksDB headers. It holds the network lock (the ``network`` marker).
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -29,25 +28,17 @@ from harness import upstream
 from harness.chaincode_timing import transactions
 from harness.collect import read_csv
 from tests.upstream.test_fabric_network import point_setup, run_watched
+from tests.upstream import needs
 
 REVISED = {"diff_update": True, "compound": True}
 NODES = 4
 TRANSFERS = 200
 
 
-def _skip_reason() -> str | None:
-    for tool in ("ansible-playbook", "go", "ss"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    why = upstream.source_available(upstream.load_recipe("fujitsu-api"), "snapshot")
-    if why:
-        return f"no upstream Fabric v0.6.1 to build ({why})"
-    if not Path("/usr/include/rocksdb/c.h").is_file():
-        return "no RocksDB C headers (Debian librocksdb-dev; `invoke setup` installs it)"
-    return None
-
-
-pytestmark = [pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""), pytest.mark.network]
+pytestmark = [needs.skip_unless_ready(
+    ("ansible-playbook", "go", "ss"), "fujitsu-api", "Fabric v0.6.1",
+    also=[None if Path("/usr/include/rocksdb/c.h").is_file()
+          else "no RocksDB C headers (Debian librocksdb-dev; `invoke setup` installs it)"]), pytest.mark.network]
 
 
 def test_four_pbft_peers_commit_every_revised_transfer(tmp_path):
