@@ -6,10 +6,15 @@ SIGKILL leaves leftovers for ``--cleanup``.
 """
 
 import json
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+# Ctrl-C as in a terminal: a test run started in the background (`cmd &`) hands its children SIGINT
+# ignored, and the cluster rightly keeps ignoring what its process ignores.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 

@@ -299,6 +299,8 @@ def test_provider_one_host_per_layout_role(tmp_path):
 def test_sigint_during_start_leaves_nothing(tmp_path):
     prefix = "fr-t" + os.urandom(3).hex()
     script = (f"import sys; sys.path.insert(0, {str(HERE.parents[1])!r})\n"
+              # Ctrl-C as in a terminal, even when this test run was started in the background (SIGINT ignored)
+              "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
               "from harness.providers.netns import NetnsCluster\n"
               f"c = NetnsCluster({str(tmp_path)!r}, 12, prefix={prefix!r})\n"
               "print('go', flush=True)\n"
