@@ -36,8 +36,8 @@ def skip_reason(experiment: dict, systems_dir: Path | None = None, provider: str
     """Why an experiment cannot run (None if it can), on ``provider`` when given."""
     if not experiment.get("runnable"):
         return experiment.get("not_runnable_reason") or "marked not runnable in the catalogue"
-    delayed = [l for l in (experiment.get("network") or {}).get("links", []) if l.get("delay_ms")]
-    if provider == "local" and (delayed or (experiment.get("network") or {}).get("delay_ms")):
+    network = experiment.get("network") or {}
+    if provider == "local" and (network.get("delay_ms") or any(l.get("delay_ms") for l in network.get("links", []))):
         # its result is the effect of the delays (e.g. geo-distributed latency): without them it means nothing
         return ("its links have fixed delays (network), which the local provider cannot apply "
                 "(every role on one host): use --provider netns, ssh or aws")
