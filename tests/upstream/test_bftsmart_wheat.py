@@ -180,7 +180,9 @@ def geo_config(tmp_path):
                                        "system.initial.view = 0,1,2,3\nsystem.totalordermulticast.maxbatchsize = 400\n")
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     # as in a run: the region hosts have a work root (group_vars' fabricrepro_work_dir), the controller none
-    hosts = {r: {**local, "fabricrepro_address": r, "fabricrepro_work_root": str(tmp_path / "work" / r)} for r in REGIONS}
+    # and, as on netns, a name (resolved to the links' proxies elsewhere) and an own address
+    hosts = {r: {**local, "fabricrepro_address": r, "ansible_host": f"10.77.0.{i + 1}",
+                 "fabricrepro_work_root": str(tmp_path / "work" / r)} for i, r in enumerate(REGIONS)}
     inventory = {"all": {"hosts": {"localhost": local, **hosts},
                          "children": {"bftsmart_geo": {"hosts": {r: None for r in REGIONS}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
@@ -196,11 +198,18 @@ def geo_config(tmp_path):
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
         d = ctl / "bftsmart_geo"
         system = dict(line.split(" = ", 1) for line in (d / "system.config").read_text().splitlines() if " = " in line)
-        # each region's instances got the shipped config/ with the run's two files
-        for r in REGIONS:
+        layout = json.loads((d / "layout.json").read_text())
+        # each region's instances got the shipped config/ with the run's system.config and a hosts.config
+        # naming the other regions' replicas (their delayed links) and giving this host's own address to its
+        # own replica: a replica binds to its entry, and on netns its own name resolves to 127.0.1.1
+        for i, r in enumerate(REGIONS):
             for inst in (tmp_path / "work" / r / protocol / "bftsmart_geo").iterdir():
                 assert (inst / "config" / "system.config").read_text() == (d / "system.config").read_text()
-        return {"layout": json.loads((d / "layout.json").read_text()), "system": system,
+                entries = [l.split() for l in (inst / "config" / "hosts.config").read_text().splitlines()
+                           if not l.startswith("#")]
+                assert entries == [[str(n["id"]), f"10.77.0.{i + 1}" if n["host"] == r else n["region"], str(n["port"])]
+                                   for n in layout["nodes"]], (inst, entries)
+        return {"layout": layout, "system": system,
                 "hosts": [l.split() for l in (d / "hosts.config").read_text().splitlines() if not l.startswith("#")]}
     return run
 
