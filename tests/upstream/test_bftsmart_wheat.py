@@ -178,6 +178,11 @@ def geo_config(tmp_path):
     svc.mkdir(parents=True)
     (svc / "system.config").write_text("system.servers.num = 4\nsystem.servers.f = 1\n"
                                        "system.initial.view = 0,1,2,3\nsystem.totalordermulticast.maxbatchsize = 400\n")
+    # the sample MSP's key as the Fabric fork ships it: PKCS#8 (the nodes get it as SEC1)
+    keystore = tmp_path / "gopath/src/github.com/hyperledger/fabric/sampleconfig/msp/keystore"
+    keystore.mkdir(parents=True)
+    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-out", str(keystore / "key.pem")], check=True, capture_output=True)
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     # as in a run: the region hosts have a work root (group_vars' fabricrepro_work_dir), the controller none
     # and, as on netns, a name (resolved to the links' proxies elsewhere) and an own address
@@ -207,6 +212,11 @@ def geo_config(tmp_path):
                 assert (inst / "config" / "system.config").read_text() == (d / "system.config").read_text()
                 entries = [l.split() for l in (inst / "config" / "hosts.config").read_text().splitlines()
                            if not l.startswith("#")]
+                key = inst / "config" / "node-key.pem"
+                if inst.name.startswith("node"):   # BFTNode casts the parsed key to a PEMKeyPair: SEC1 only
+                    assert key.read_text().startswith("-----BEGIN EC PRIVATE KEY-----")
+                else:
+                    assert not key.exists()
                 assert entries == [[str(n["id"]), f"10.77.0.{i + 1}" if n["host"] == r else n["region"], str(n["port"])]
                                    for n in layout["nodes"]], (inst, entries)
         return {"layout": layout, "system": system,
