@@ -249,7 +249,7 @@ def _point_delays(run) -> str:
     delays = {}
     for path in sorted((run.path / "points").glob("*/links.json")):
         values = {link.get("delay_ms") for link in json.loads(path.read_text())
-                  if link.get("proxies") or link.get("delay_ms")}
+                  if link.get("delay_method") or link.get("delay_ms")}
         if values:
             delays[path.parent.name] = ", ".join(f"{v or 0:g}" for v in sorted(values, key=lambda v: v or 0))
     if not delays:

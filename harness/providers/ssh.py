@@ -25,7 +25,8 @@ anything is deployed:
 
 The component roles copy the built commands from the controller to
 ``<work_root>/bin`` (``fabricrepro_copy_binaries``). ``apply_links`` shapes
-links with ``tc`` on the sending host (netem delay, htb rate); ``down`` stops
+links with ``tc`` on the sending host (netem delay, htb rate) and
+``set_link_delay`` changes each netem's delay between points; ``down`` stops
 the exporters it started and removes the shaping. Everything the provider
 writes on the controller is under ``<run_dir>/provider/``.
 """
@@ -232,16 +233,22 @@ def tc_commands(device: str, dests: list[dict]) -> list[dict]:
                               "rate", f"{_num(rate_mbit)}mbit", "ceil", f"{_num(rate_mbit)}mbit",
                               "burst", str(burst), "cburst", str(burst), "quantum", "60000"],
                      "may_fail": False, "dest": addr})
-        if delay:
-            in_flight = (float(rate) if rate else NETEM_ASSUMED_MBIT) * 1e6 / 8 * float(delay) / 1e3 / 1500
-            limit = max(1000, int(in_flight * 1.5) + 1)
-            cmds.append({"argv": ["tc", "qdisc", "replace", "dev", device, "parent", cls, "handle",
-                                  f"{0x100 + i:x}:", "netem", "delay", f"{_num(delay)}ms", "limit", str(limit)],
-                         "may_fail": False, "dest": addr})
+        if delay is not None:  # 0 too: a later point may change it (set_link_delay)
+            handle = f"{0x100 + i:x}:"
+            cmds.append({"argv": ["tc", "qdisc", "replace", "dev", device, "parent", cls, "handle", handle,
+                                  *netem_args(delay, rate)],
+                         "may_fail": False, "dest": addr,
+                         "netem": {"device": device, "parent": cls, "handle": handle}})
         cmds.append({"argv": ["tc", "filter", "add", "dev", device, "parent", "1:", "protocol", "ip", "prio", "1",
                               "u32", "match", "ip", "dst", f"{addr}/32", "flowid", cls],
                      "may_fail": False, "dest": addr})
     return cmds
+
+
+def netem_args(delay_ms: float, rate_mbit: float | None) -> list[str]:
+    """``netem delay <d>ms limit <n>``: a queue of 1.5x what is in flight during the delay (at least netem's 1000)."""
+    in_flight = (float(rate_mbit) if rate_mbit else NETEM_ASSUMED_MBIT) * 1e6 / 8 * float(delay_ms) / 1e3 / 1500
+    return ["netem", "delay", f"{_num(delay_ms)}ms", "limit", str(max(1000, int(in_flight * 1.5) + 1))]
 
 
 def tc_clear_commands(device: str) -> list[dict]:
@@ -568,7 +575,7 @@ class SshProvider(Provider):
                 if r not in self.role_host:
                     raise HarnessError(f"link {src}->{dst}: unknown role {r!r}; roles: {', '.join(self.role_host)}")
             delay, rate = link.get("delay_ms"), link.get("rate_mbit")
-            if not delay and not rate:
+            if delay is None and not rate:
                 raise HarnessError(f"link {src}->{dst}: give delay_ms and/or rate_mbit")
             if (delay is not None and float(delay) < 0) or (rate is not None and float(rate) <= 0):
                 raise HarnessError(f"link {src}->{dst}: delay_ms must be >= 0 and rate_mbit > 0")
@@ -608,14 +615,16 @@ class SshProvider(Provider):
                 cmds = tc_commands(dev, list(by_addr.values()))
                 commands.setdefault(h, []).extend(cmds)
                 new_shaped.setdefault(h, set()).add(dev)
+                netem = {c["dest"]: c["netem"] for c in cmds if "netem" in c}
                 for a in items:
                     records[(a["from"], a["to"])] = {
                         "from": a["from"], "to": a["to"], "applied": True, "from_host": h,
                         "to_host": self.role_host[a["to"]], "to_address": a["to_address"], "device": dev,
                         "delay_ms": a["delay_ms"], "rate_mbit": a["rate_mbit"],
-                        "delay_method": "tc netem" if a["delay_ms"] else None,
+                        "delay_method": "tc netem" if a["delay_ms"] is not None else None,
                         "rate_method": "tc htb" if a["rate_mbit"] else None,
                         "rtt_added_ms": a["delay_ms"] or 0,
+                        **({"netem": netem[a["to_address"]]} if a["to_address"] in netem else {}),
                         "tc": [shlex.join(c["argv"]) for c in cmds
                                if c["dest"] in (None, a["to_address"]) and not c["may_fail"]]}
             # devices shaped before but no longer used by any link of this host: clear them
@@ -633,6 +642,38 @@ class SshProvider(Provider):
         self.links_applied = [r for r in self.links_applied if (r["from"], r["to"]) not in records] + \
             [records[k] for k in records]
         return applied
+
+    def set_link_delay(self, delay_ms: float) -> list[dict]:
+        """Set ``delay_ms`` on every delayed link (``tc qdisc change`` of its netem); return the links.
+
+        One command per netem qdisc (links to one destination address share
+        it), on the sending host, through the same playbook as ``apply_links``.
+        The links as first applied (the run's metadata) are kept; the result is
+        what this point runs with (stored with the point).
+        """
+        if float(delay_ms) < 0:
+            raise HarnessError(f"link delay must be >= 0 ms, not {delay_ms}")
+        delayed = [r for r in self.links_applied if r.get("netem")]
+        if not delayed:
+            raise HarnessError(f"the {self.name} provider has no delayed link to change (apply_links with "
+                               "delay_ms, 0 included, before the first point)")
+        commands: dict[str, list[dict]] = {}
+        changed: dict[tuple[str, str, str], str] = {}
+        for r in delayed:
+            n = r["netem"]
+            key = (r["from_host"], n["device"], n["parent"])
+            if key not in changed:
+                argv = ["tc", "qdisc", "change", "dev", n["device"], "parent", n["parent"], "handle", n["handle"],
+                        *netem_args(delay_ms, r["rate_mbit"])]
+                commands.setdefault(r["from_host"], []).append({"argv": argv, "may_fail": False})
+                changed[key] = shlex.join(argv)
+        self._playbook(LINKS_PLAYBOOK, "links-delay.log", {"fabricrepro_tc_commands": commands},
+                       f"setting the links' delay to {_num(delay_ms)} ms", timeout=300)
+        for r in delayed:   # a later apply_links re-renders the links with the delay they have now
+            self._links[(r["from"], r["to"])]["delay_ms"] = delay_ms
+        return [{**r, "delay_ms": delay_ms, "rtt_added_ms": delay_ms,
+                 "tc_change": changed[(r["from_host"], r["netem"]["device"], r["netem"]["parent"])]}
+                if r.get("netem") else r for r in self.links_applied]
 
     @staticmethod
     def _ipv4(address: str, role: str) -> str:
