@@ -55,7 +55,8 @@ def test(c):
     "paper": "paper id (a file papers/<paper>.yaml)",
     "experiment": "one experiment of the paper (default: all)",
     "scale": "smoke | local | paper",
-    "provider": "where to run: local, netns (hosts in network namespaces here), ssh (your servers), aws",
+    "provider": "where to run: auto (default: local, or netns for an experiment whose links need delays), local, "
+                "netns (hosts in network namespaces here), ssh (your servers), aws",
     "repeat": "repetitions per configuration (overrides the scale's)",
     "resume": "a run directory to continue with its missing points",
     "set": "override a parameter: name=value (repeatable)",
@@ -73,7 +74,7 @@ def test(c):
              "or auto (default: upstream where it can run, else reference, saying why)",
     "source": "where upstream code comes from: auto (../shared/upstream snapshot if present, else git), snapshot, git",
 })
-def reproduce(c, paper, experiment=None, scale="smoke", provider="local", repeat=None, resume=None, set=None,
+def reproduce(c, paper, experiment=None, scale="smoke", provider="auto", repeat=None, resume=None, set=None,
               inventory=None, remote_work_root=None, preflight=True, clock_sync=True, ami_id=None,
               operator_cidr=None, region=None, key_file=None, instance_type=None, build="auto", source="auto",
               variant=None):

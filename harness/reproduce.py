@@ -36,15 +36,34 @@ def skip_reason(experiment: dict, systems_dir: Path | None = None, provider: str
     """Why an experiment cannot run (None if it can), on ``provider`` when given."""
     if not experiment.get("runnable"):
         return experiment.get("not_runnable_reason") or "marked not runnable in the catalogue"
-    network = experiment.get("network") or {}
-    if provider == "local" and (network.get("delay_ms") or any(l.get("delay_ms") for l in network.get("links", []))):
+    if provider == "local" and has_fixed_delays(experiment):
         # its result is the effect of the delays (e.g. geo-distributed latency): without them it means nothing
         return ("its links have fixed delays (network), which the local provider cannot apply "
-                "(every role on one host): use --provider netns, ssh or aws")
+                "(every role on one host): use --provider auto (the default: netns here), netns, ssh or aws")
     drivers = known_drivers(systems_dir)
     if experiment.get("driver") not in drivers:
         return f"driver {experiment.get('driver')!r} has no runner yet (runners: {', '.join(sorted(drivers))})"
     return None
+
+
+def has_fixed_delays(experiment: dict) -> bool:
+    """Whether the experiment's ``network`` delays the whole network or any link."""
+    network = experiment.get("network") or {}
+    return bool(network.get("delay_ms") or any(link.get("delay_ms") for link in network.get("links", [])))
+
+
+def auto_provider(experiment: dict, plan: Plan | None) -> tuple[str, str]:
+    """The provider ``--provider auto`` gives an experiment, and why.
+
+    Local (every role on this machine, the least overhead) unless the
+    experiment's result depends on delayed links, which only separate hosts
+    can have: then network-namespace hosts on this machine (netns).
+    """
+    if has_fixed_delays(experiment):
+        return "netns", "its links have fixed delays, which need separate hosts"
+    if plan is not None and point_latency(plan) is not None:
+        return "netns", "it sweeps network_latency_ms on the links between hosts"
+    return "local", "no delayed links"
 
 
 def network_links(experiment: dict, hosts: dict[str, list[str]], delay_ms: float | None = None) -> list[dict]:
@@ -177,7 +196,7 @@ def _not_deployed(experiment: dict, hosts: dict[str, list[str]]) -> dict[str, in
     return {role: n for role, n in (experiment.get("topology") or {}).items() if n and role not in deployed}
 
 
-def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smoke", provider: str = "local",
+def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smoke", provider: str = "auto",
               repeat: int | None = None, resume: str | None = None, overrides: dict | None = None,
               results: Path = RESULTS, reports: Path = REPORTS, stream=None,
               provider_options: dict | None = None, papers_dir: Path | None = None,
@@ -185,7 +204,9 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     """Reproduce a paper's experiments (or one) and render its report; returns the runs made.
 
     With ``resume`` (a run directory) only that run's missing points are run,
-    with the configuration (and build kind) stored in it. ``provider_options``
+    with the configuration (and build kind) stored in it. ``provider`` is
+    ``auto`` (each experiment on local, or netns when its links need delays:
+    ``auto_provider``) or one of ``PROVIDERS`` for all. ``provider_options``
     go to the provider (e.g. ``bin_dir``, ``work_root`` of the local
     provider). ``build`` is ``auto`` (upstream where it can run, else the
     reference build, saying why), ``upstream`` or ``reference``; ``source``
@@ -194,13 +215,23 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     """
     stream = stream or sys.stderr
     choose("scale", scale, SCALES)
-    choose("provider", provider, PROVIDERS)
+    choose("provider", provider, ["auto", *PROVIDERS])
     paper = load_paper(paper_id, papers_dir)
     options = dict(provider_options or {})
     if provider == "aws":
         options.setdefault("paper", paper_id)  # Terraform's environment is the paper's topology
-    provider_ = get_provider(provider, **options)
-    provider_.check()
+    providers: dict = {}
+
+    def provider_named(name: str):
+        """The provider ``name``, made and checked once per reproduction."""
+        if name not in providers:
+            made = get_provider(name, **options)
+            made.check()
+            providers[name] = made
+        return providers[name]
+
+    if provider != "auto":
+        provider_named(provider)  # a provider that cannot work here fails before anything runs
     if resume:
         run = Run.open(resume)
         if run.metadata["paper"] != paper_id:
@@ -234,7 +265,21 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         else:
             plan = plans[experiment["id"]]
             kind, fallback = kinds[experiment["id"]]
+        where, why = provider, None
+        if resume and provider == "auto":
+            where = run.metadata.get("provider", "local")
+        elif provider == "auto":
+            where, why = auto_provider(plan.experiment, plan)
         try:
+            try:
+                provider_ = provider_named(where)
+            except HarnessError as e:
+                if why:
+                    raise HarnessError(f"needs the {where} provider ({why}), which cannot work here: {e.args[0]}",
+                                      hint=getattr(e, "hint", None)) from e
+                raise
+            if why and where != "local":
+                print(f"{experiment['id']}: provider {where} ({why})", file=stream)
             choice = choose_build(kind, sorted({p.system for p in plan.points}), plan.experiment["driver"], source,
                                   systems_dir)
             choice.fallback_reason = choice.fallback_reason or fallback
@@ -255,7 +300,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         if resume:
             run.resume()
         else:
-            run = Run.create(results, paper.doc["paper"], plan.experiment, plan.resolved, provider=provider,
+            run = Run.create(results, paper.doc["paper"], plan.experiment, plan.resolved, provider=where,
                              build=choice.metadata(_switches(plan)),
                              seed=plan.resolved["parameters"].get("seed", {}).get("value"))
         runs.append(run)

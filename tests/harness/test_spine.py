@@ -52,7 +52,7 @@ def test_failed_point_is_kept_then_resumed_and_report_is_deterministic(root, tmp
 
 
 def test_unknown_provider_lists_the_valid_ones(root, tmp_path):
-    with pytest.raises(HarnessError, match="unknown provider 'cloud'; valid providers: aws, local, netns, ssh"):
+    with pytest.raises(HarnessError, match="unknown provider 'cloud'; valid providers: auto, aws, local, netns, ssh"):
         reproduce("mini", provider="cloud", papers_dir=root / "papers", results=tmp_path, reports=tmp_path)
 
 
