@@ -249,7 +249,7 @@ def _point_delays(run) -> str:
     delays = {}
     for path in sorted((run.path / "points").glob("*/links.json")):
         values = {link.get("delay_ms") for link in json.loads(path.read_text())
-                  if link.get("delay_method") or link.get("delay_ms")}
+                  if link.get("proxies") or link.get("delay_method") or link.get("delay_ms")}
         if values:
             delays[path.parent.name] = ", ".join(f"{v or 0:g}" for v in sorted(values, key=lambda v: v or 0))
     if not delays:
@@ -313,6 +313,7 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
 #: A paper's own figures beside the main one, named by the experiment's ``axes.figure``: a function
 #: (experiment, summary, figure prefix, build kind) -> blocks; it may judge the summary's qualitative claims.
 EXTRA_FIGURES = {"phase-breakdown": phase_figures.report_blocks, "bftsmart-bound": bftsmart_model.report_blocks,
+                 "bftsmart-geo": bftsmart_model.geo_blocks,
                  "chaincode-breakdown": fujitsu_figures.breakdown_blocks,
                  "nodes-like-one": fujitsu_figures.judge_nodes, "latency-advantage": fujitsu_figures.judge_latency}
 
