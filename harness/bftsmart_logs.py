@@ -227,17 +227,21 @@ def point_tables(point_dir: Path) -> dict[str, pd.DataFrame]:
     return out
 
 
+def latency_by(reports: pd.DataFrame, column: str, key: str = "frontend") -> dict:
+    """Each frontend's latency ``column`` from TestNodes' reports (``bft_frontend_latency``), keyed by
+    ``key`` (``frontend`` id or ``region``): the mean over its reports, the first left out when it has
+    three or more (it covers the clients' start)."""
+    out = {}
+    for k, r in reports.sort_values("report").groupby(key):
+        values = r[column].iloc[1:] if len(r) >= 3 else r[column]
+        out[k] = float(values.mean())
+    return out
+
+
 def frontend_latency(reports: pd.DataFrame, column: str) -> float:
     """One latency of a point from TestNodes' reports (``bft_frontend_latency``): each frontend's mean
-    ``column`` over its reports, then the mean over frontends (each region counts once).
-
-    A frontend's first report is left out when it has three or more: it covers
-    the clients' start. NaN without reports.
-    """
-    per_frontend = []
-    for _, r in reports.sort_values("report").groupby("frontend"):
-        values = r[column].iloc[1:] if len(r) >= 3 else r[column]
-        per_frontend.append(float(values.mean()))
+    ``column`` (``latency_by``), then the mean over frontends (each counts once). NaN without reports."""
+    per_frontend = list(latency_by(reports, column).values())
     return float(sum(per_frontend) / len(per_frontend)) if per_frontend else float("nan")
 
 

@@ -313,6 +313,7 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
 #: A paper's own figures beside the main one, named by the experiment's ``axes.figure``: a function
 #: (experiment, summary, figure prefix, build kind) -> blocks; it may judge the summary's qualitative claims.
 EXTRA_FIGURES = {"phase-breakdown": phase_figures.report_blocks, "bftsmart-bound": bftsmart_model.report_blocks,
+                 "bftsmart-geo": bftsmart_model.geo_blocks,
                  "chaincode-breakdown": fujitsu_figures.breakdown_blocks,
                  "nodes-like-one": fujitsu_figures.judge_nodes, "latency-advantage": fujitsu_figures.judge_latency}
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from harness import bftsmart_model
 from harness.bftsmart_model import throughput_bound
 from harness.errors import HarnessError
 
@@ -111,3 +112,72 @@ def test_report_blocks_read_the_signature_run_of_the_same_store(tmp_path):
     sign_run = Run.open(tmp_path / "bftsmart-orderer" / M.SIGN / "20260101T000000Z")
     M.report_blocks({"id": M.SIGN}, claims, "figures/sign", "upstream", run=sign_run)
     assert claims["claims"][0]["verdict"] == "reproduced" and "1e+05 envelopes/s" in claims["claims"][0]["reason"]
+
+
+# ---------------------------------------------------------------- Fig. 7 (bftsmart-geo)
+
+def _fig7():
+    from harness.catalogue import load_paper
+    return next(e for e in load_paper("bftsmart-orderer").experiments if e["id"] == "fig7-geo-latency")
+
+
+def _geo(wheat_scale=0.6, sp_extra=130.0, size_extra=20.0):
+    """Latencies shaped like the paper's text: WHEAT a fraction of BFT-SMaRt, Sao Paulo slower, 4 KB a bit slower."""
+    base = {"oregon": 200.0, "virginia": 230.0, "sao-paulo": 230.0 + sp_extra}
+    lat = {}
+    for v, scale in (("bftsmart", 1.0), ("wheat", wheat_scale)):
+        for e, extra in ((40, 0.0), (4096, size_extra)):
+            for r, ms in base.items():
+                for i, (col, _) in enumerate(bftsmart_model.PERCENTILES):
+                    lat[(v, e, r, col)] = (ms + extra + 10 * i) * scale
+    return lat
+
+
+def test_fig7_claims_and_published_values_are_judged_from_the_latencies():
+    verdicts, rows = bftsmart_model.judge_fig7(_geo(), _fig7())
+    assert verdicts["wheat-up-to-45pct-less"][0] == "reproduced"          # 0.6 in [0.44, 0.66], all <= 1
+    assert verdicts["wheat-up-to-45pct-less"][1] == pytest.approx(0.6)
+    assert verdicts["wheat-always-lower"][0] == "reproduced"
+    held = {r[0]: r[3] for r in rows}
+    # WHEAT's largest: (230 + 130 + 20 + 20) x 0.6 = 240 ms < 500; 4 KB - 40 B = 20 ms <= 61;
+    # Sao Paulo - Virginia = 130 x 0.6 = 78 ms, not above 90; Sao Paulo - Oregon = 160 x 0.6 = 96, not within 25 % of 120
+    assert held == {"wheat-below-500ms": "yes", "abstract-half-second": "yes", "block-size-effect-61ms": "yes",
+                    "virginia-vs-sao-paulo": "**no**", "sao-paulo-vs-oregon": "yes"}
+
+
+def test_fig7_wheat_slower_somewhere_is_not_reproduced():
+    lat = _geo()
+    lat[("wheat", 40, "virginia", "p95_ms")] = lat[("bftsmart", 40, "virginia", "p95_ms")] * 1.1
+    verdicts, _ = bftsmart_model.judge_fig7(lat, _fig7())
+    assert verdicts["wheat-always-lower"][0] == "not reproduced" and "virginia" in verdicts["wheat-always-lower"][2]
+    assert verdicts["wheat-up-to-45pct-less"][0] == "not reproduced"     # one ratio above 1
+    verdicts, _ = bftsmart_model.judge_fig7(_geo(wheat_scale=0.9), _fig7())
+    assert verdicts["wheat-up-to-45pct-less"][0] == "not reproduced"     # never 45 % less
+    assert verdicts["wheat-always-lower"][0] == "reproduced"
+
+
+def test_fig7_without_both_protocols_says_why():
+    lat = {k: v for k, v in _geo().items() if k[0] == "wheat"}
+    verdicts, rows = bftsmart_model.judge_fig7(lat, _fig7())
+    assert verdicts["wheat-always-lower"][0] == "not comparable" and "both protocols" in verdicts["wheat-always-lower"][2]
+    assert {r[0] for r in rows} >= {"wheat-below-500ms", "virginia-vs-sao-paulo"}
+
+
+def test_fig7_latencies_read_from_a_run_and_drawn(tmp_path):
+    import json
+    import pandas as pd
+    for v, e in (("bftsmart", 40), ("wheat", 40)):
+        d = tmp_path / "points" / f"{v}__envelope_bytes={e}__r0"
+        d.mkdir(parents=True)
+        (d / "point.json").write_text(json.dumps({"schema_version": 1, "variant": v, "sweep": {"envelope_bytes": e}}))
+        (d / "summary.json").write_text(json.dumps({"schema_version": 1, "status": "complete"}))
+        scale = 1.0 if v == "bftsmart" else 0.5
+        rows = [{"frontend": f, "region": r, "report": i, "mean_ms": 0.0, "p50_ms": (100.0 + i) * scale,
+                 "p90_ms": 150.0 * scale, "p95_ms": 170.0 * scale, "max_ms": 300.0}
+                for f, r in ((1000, "oregon"), (3000, "sao-paulo")) for i in range(3)]
+        pd.DataFrame(rows).to_parquet(d / "bft_frontend_latency.parquet")
+    lat = bftsmart_model.geo_latencies(tmp_path)
+    # the first of three reports is left out: (101 + 102) / 2
+    assert lat[("bftsmart", 40, "oregon", "p50_ms")] == pytest.approx(101.5)
+    assert lat[("wheat", 40, "sao-paulo", "p95_ms")] == pytest.approx(85.0)
+    assert bftsmart_model.draw_fig7(lat, {}).startswith(b"\x89PNG")
