@@ -1,6 +1,7 @@
 """Parsers of what FastFabric's published orderer clients print (systems/fastfabric).
 
-With our patch 0003 (``systems/fastfabric/patches/0003-orderer-bench-settings.patch``):
+With our patches 0003 (``systems/fastfabric/patches/0003-orderer-bench-settings.patch``) and 0004
+(``0004-deliver-arrival-at-recv.patch``):
 
 * ``broadcast_rounds``: the broadcast client (``perf_broadcastclient.go``)
   prints one line per round, ``fabricrepro broadcast round R: sent N
@@ -8,8 +9,10 @@ With our patch 0003 (``systems/fastfabric/patches/0003-orderer-bench-settings.pa
   M / (T1 - T0), the paper's "time it takes to send" the transactions
   (seed 000, line 201);
 * ``discarded_blocks``: the deliver client run with ``-discardafter`` prints
-  ``fabricrepro discarded block B txs K total T arrival_ns A`` for every block
-  it discards on arrival;
+  ``fabricrepro discarded block B txs K total T recv_ns A`` for every block
+  it discards on arrival, A being when the gRPC stream's ``Recv`` returned the
+  block (patch 0004; 0003 alone printed ``arrival_ns``, the main loop's clock
+  after a buffered channel, which is refused: it did not time the transfer);
 * ``point_tables``: Fig. 3's ``deliveries`` table, from the second deliver
   client (role ``fastfabric_reader``, ``logs/<host>/fastfabric_reader.log``),
   which reads the pre-created chain and discards every block: each transfer
@@ -33,7 +36,7 @@ from .errors import HarnessError
 
 _ROUND = re.compile(r"^fabricrepro broadcast round (\d+): sent (\d+) acknowledged (\d+) "
                     r"first_send_ns (\d+) last_ack_ns (\d+)\s*$", re.M)
-_DISCARDED = re.compile(r"^fabricrepro discarded block (\d+) txs (\d+) total (\d+) arrival_ns (\d+)\s*$", re.M)
+_DISCARDED = re.compile(r"^fabricrepro discarded block (\d+) txs (\d+) total (\d+) recv_ns (\d+)\s*$", re.M)
 
 
 def broadcast_rounds(text: str) -> list[dict]:
@@ -53,12 +56,12 @@ def broadcast_rounds(text: str) -> list[dict]:
 
 
 def discarded_blocks(text: str) -> list[dict]:
-    """Blocks the deliver client discarded, in arrival order: ``{block, txs, total, arrival_ns}``."""
+    """Blocks the deliver client discarded, in arrival order: ``{block, txs, total, arrival_ns}`` (``recv_ns``)."""
     blocks = [{"block": int(b), "txs": int(k), "total": int(t), "arrival_ns": int(a)}
               for b, k, t, a in _DISCARDED.findall(text)]
     if not blocks:
-        raise HarnessError("deliver client output has no 'fabricrepro discarded block' line "
-                           "(was it run with -discardafter?)")
+        raise HarnessError("deliver client output has no 'fabricrepro discarded block ... recv_ns' line "
+                           "(was it run with -discardafter? is patch 0004 applied?)")
     for prev, cur in zip(blocks, blocks[1:]):
         if cur["block"] != prev["block"] + 1 or cur["total"] != prev["total"] + cur["txs"]:
             raise HarnessError(f"deliver client: block {cur['block']} (total {cur['total']}) does not follow "

@@ -97,6 +97,7 @@ def test_runnable_set_is_as_planned():
         ("bftsmart-orderer", "text-signature-bench"),
         ("bftsmart-orderer", "fig6-lan-throughput"),
         ("bftsmart-orderer", "fig7-geo-latency"),
+        ("fastfabric", "fig3-grpc-block-transfer"),
         ("fastfabric", "fig4-orderer-payload"),
         ("fastfabric", "fig5-peer-block-latency"),
         ("fastfabric", "fig6-peer-throughput"),

@@ -1,7 +1,13 @@
 """The parsers of harness/fastfabric_logs.py on golden samples: real output of
-FastFabric's published broadcast and deliver clients with our patch 0003
-(tests/harness/fixtures/fastfabric/orderer-*.out, a Fig. 4 point of 2,000
-transfers on the published tree), with values computed by hand from the lines."""
+FastFabric's published clients with our patches, with values computed by hand
+from the lines (tests/harness/fixtures/fastfabric/):
+
+* orderer-broadcast.out: the broadcast client of a Fig. 4 point (2,000 transfers);
+* reader.out, reader-committer-blocks.csv: Fig. 3's reader and the committing
+  deliver client's block log of one point (block size 100, run
+  20261124T085232Z-e9d9bb0, patches 0003 + 0004);
+* orderer-deliver-0003-only.out: a discarding deliver client before patch 0004
+  (its times are the main loop's, not the transfer's: refused)."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import pytest
 
 from harness import fastfabric_logs as L
 from harness.errors import HarnessError
+from harness.metrics import METRICS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fastfabric"
 
@@ -27,11 +34,18 @@ def test_broadcast_rounds_golden():
 
 
 def test_discarded_blocks_golden():
-    blocks = L.discarded_blocks((FIXTURES / "orderer-deliver.out").read_text())
-    # 400 set-up transactions (blocks 1-4) were committed; blocks 5-24 hold the 2,000 transfers.
-    assert [b["block"] for b in blocks] == list(range(5, 25))
-    assert all(b["txs"] == 100 for b in blocks) and blocks[-1]["total"] == 2000
-    assert blocks[0]["arrival_ns"] == 1795487509616692435
+    blocks = L.discarded_blocks((FIXTURES / "reader.out").read_text())
+    # the reader discards every block after the genesis block: 4 set-up blocks, then blocks 5-24 of transfers
+    assert [b["block"] for b in blocks] == list(range(1, 25))
+    assert all(b["txs"] == 100 for b in blocks) and blocks[-1]["total"] == 2400
+    # recv_ns: when the gRPC stream returned the block (patch 0004)
+    assert blocks[4]["arrival_ns"] == 1795510512940721114
+
+
+def test_discard_lines_of_patch_0003_alone_are_refused():
+    # real output before patch 0004: the main loop's clock after a buffered channel ("arrival_ns")
+    with pytest.raises(HarnessError, match="patch 0004"):
+        L.discarded_blocks((FIXTURES / "orderer-deliver-0003-only.out").read_text())
 
 
 def test_parsers_refuse_output_without_their_lines():
@@ -47,8 +61,8 @@ def test_broadcast_round_needs_a_positive_span():
 
 
 def test_discarded_blocks_must_follow_each_other():
-    text = ("fabricrepro discarded block 5 txs 100 total 100 arrival_ns 1\n"
-            "fabricrepro discarded block 7 txs 100 total 200 arrival_ns 2\n")
+    text = ("fabricrepro discarded block 5 txs 100 total 100 recv_ns 1\n"
+            "fabricrepro discarded block 7 txs 100 total 200 recv_ns 2\n")
     with pytest.raises(HarnessError, match="does not follow"):
         L.discarded_blocks(text)
 
@@ -60,30 +74,33 @@ def _committed(blocks: dict[int, tuple[int, int]]) -> pd.DataFrame:
 
 
 def test_reader_deliveries_keep_the_committed_transfer_blocks_with_their_valid_counts():
-    # the real discarded lines of blocks 5-24; the committer logged blocks 6-24 (block 7: 3 invalid)
+    # the real discarded lines of blocks 1-24; the committer logged blocks 6-24 (block 7: 3 invalid)
     committed = _committed({b: (100, 97 if b == 7 else 100) for b in range(6, 25)})
-    d = L.reader_deliveries((FIXTURES / "orderer-deliver.out").read_text(), committed)
+    d = L.reader_deliveries((FIXTURES / "reader.out").read_text(), committed)
     assert list(d.columns) == ["block_number", "arrival_ns", "tx_count", "valid_count", "size_bytes"]
     assert d["block_number"].tolist() == list(range(6, 25))
     assert d.loc[d.block_number == 7, "valid_count"].item() == 97
-    assert d.loc[0, "arrival_ns"] == 1795487509682433063 and d.loc[0, "size_bytes"] == 1006
+    assert d.loc[0, "arrival_ns"] == 1795510512942190233 and d.loc[0, "size_bytes"] == 1006
 
 
 def test_reader_deliveries_refuse_another_chain():
     with pytest.raises(HarnessError, match="block 5: the reader got 100 transactions, the committer 99"):
-        L.reader_deliveries((FIXTURES / "orderer-deliver.out").read_text(), _committed({5: (99, 99)}))
+        L.reader_deliveries((FIXTURES / "reader.out").read_text(), _committed({5: (99, 99)}))
     with pytest.raises(HarnessError, match="none of the blocks"):
-        L.reader_deliveries((FIXTURES / "orderer-deliver.out").read_text(), _committed({99: (100, 100)}))
+        L.reader_deliveries((FIXTURES / "reader.out").read_text(), _committed({99: (100, 100)}))
 
 
 def test_point_tables_read_the_reader_log_beside_the_block_log(tmp_path):
+    # a real Fig. 3 point (block size 100): the reader's log and the committer's blocks.csv
     (tmp_path / "logs" / "peer").mkdir(parents=True)
     (tmp_path / "raw" / "peer").mkdir(parents=True)
-    (tmp_path / "logs" / "peer" / "fastfabric_reader.log").write_text(
-        (FIXTURES / "orderer-deliver.out").read_text())
-    _committed({b: (100, 100) for b in range(5, 25)}).to_csv(tmp_path / "raw" / "peer" / "blocks.csv", index=False)
+    (tmp_path / "logs" / "peer" / "fastfabric_reader.log").write_text((FIXTURES / "reader.out").read_text())
+    (tmp_path / "raw" / "peer" / "blocks.csv").write_text((FIXTURES / "reader-committer-blocks.csv").read_text())
     (d,) = L.point_tables(tmp_path).values()
-    assert len(d) == 20 and set(d["host"]) == {"peer"}
+    assert len(d) == 20 and set(d["host"]) == {"peer"} and d["block_number"].tolist() == list(range(5, 25))
+    assert d["size_bytes"].iloc[0] == 306623
+    # 1,900 valid transfers of blocks 6-24 over recv_ns(24) - recv_ns(5) = 71,094,142 ns
+    assert METRICS["delivery_throughput_tps"].compute(d) == pytest.approx(1900 / 0.071094142)
     assert L.point_tables(tmp_path / "nothing") == {}
     (tmp_path / "raw" / "peer" / "blocks.csv").unlink()
     with pytest.raises(HarnessError, match="no block log"):
