@@ -248,6 +248,8 @@ def evaluate_claim(claim: dict, experiment: dict, groups: list[dict], context: d
               "tolerance": tolerance, "citation": claim.get("citation")}
 
     def verdict(v, reason=None):
+        if v == "not comparable" and claim.get("comparable_on"):  # what would make it comparable
+            reason = f"{reason}; comparable on: {claim['comparable_on']}"
         return {**result, "verdict": v, "reason": reason}
 
     if claim["compare"] == "qualitative":

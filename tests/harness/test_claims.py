@@ -240,3 +240,12 @@ def test_validate_rejects_a_lower_bound_on_a_latency(tmp_path):
     (papers / "bftsmart-orderer.yaml").write_text(yaml.safe_dump(doc, allow_unicode=True))
     errors = validate_file(papers / "bftsmart-orderer.yaml")
     assert [e for e in errors if "wheat-up-to-45pct-less" in e and "cannot fail" in e], errors
+
+
+def test_not_comparable_says_what_would_make_it_comparable():
+    # FastFabric's O-I claim is at 4096 KB, which no run has (the published orderer refuses it)
+    groups = [_group(v, {"orderer_throughput_tps": t}, payload_kb=2) for v, t in (("fabric-1.2", 1000), ("opt-o1", 1500))]
+    out = _verdict("fastfabric", "fig4-orderer-payload", "o1-speedup-4096kb", groups)
+    assert out["verdict"] == "not comparable"
+    assert "no orderer_throughput_tps measured for 'opt-o1'" in out["reason"]
+    assert "comparable on: " in out["reason"] and "AbsoluteMaxBytes 512 KB" in out["reason"]
