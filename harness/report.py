@@ -170,6 +170,13 @@ def build_text(run_meta: dict) -> str:
                              + (f", grafted from {', '.join(g['from'] + ' ' + g['commit'][:12] for g in v['grafts'])}"
                                 if v.get("grafts") else "")
                              + (f", patches: {', '.join(extra)}" if extra else ""))
+        companions = {(name, c.get("key")): c for v in (build.get("variants") or {}).values()
+                      for name, c in (v.get("companions") or {}).items()}
+        for (name, key), c in sorted(companions.items()):  # other systems' builds the driver's roles run
+            if (build.get("systems") or {}).get(name, {}).get("key") == key:
+                continue  # already named as a system of the run
+            parts.append(f"companion {name} build {key}, patches: "
+                         + (", ".join(p["name"] for p in c.get("patches") or []) or "none"))
         return "upstream — " + "; ".join(parts)
     text = f"reference ({str(build.get('source'))[:7]})"
     if build.get("fallback_reason"):
