@@ -17,6 +17,7 @@ import html
 import inspect
 import json
 import re
+import textwrap
 from pathlib import Path
 
 from .figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's Agg backend
@@ -81,7 +82,9 @@ def draw_figure(experiment: dict, summary: dict | None, build: str = "") -> byte
                 ax.set_xscale("log")
         ax.set_xlabel(axes.get("x_label") or x)
         ax.set_ylabel(axes.get("y_label") or f"{metric} ({unit})")
-        ax.set_title(f"{experiment.get('ref', experiment['id'])}: {experiment['title']}", fontsize=10)
+        # wrapped: a long title would run past the figure's edge
+        ax.set_title(textwrap.fill(f"{experiment.get('ref', experiment['id'])}: {experiment['title']}", 72),
+                     fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
         return png_bytes(fig)
