@@ -301,7 +301,7 @@ def judge_fig7(lat: dict, experiment: dict) -> tuple[dict, list[list[str]]]:
     ratios = {k: lat[("wheat", *k)] / lat[("bftsmart", *k)] for k in cells
               if ("wheat", *k) in lat and ("bftsmart", *k) in lat and lat[("bftsmart", *k)] > 0}
     out: dict[str, tuple] = {}
-    where = "latency per frontend x percentile x block size, TestNodes' reports (table bft_frontend_latency)"
+    where = "(frontend, percentile, block size) cells of TestNodes' reports (table bft_frontend_latency)"
     if not ratios:
         reason = "no frontend measured under both protocols at the same block size"
         out = {i: ("not comparable", None, reason) for i in ("wheat-up-to-45pct-less", "wheat-always-lower")}
@@ -316,12 +316,12 @@ def judge_fig7(lat: dict, experiment: dict) -> tuple[dict, list[list[str]]]:
             out[claim["id"]] = ("reproduced" if ok else "not reproduced", ratios[lo_key],
                                 f"smallest WHEAT / BFT-SMaRt latency {ratios[lo_key]:.3g} ({_fmt_key(lo_key)}), "
                                 f"expected {band}; largest {max(ratios.values()):.3g}, expected every one ≤ {limit:g}; "
-                                f"{len(ratios)} {where}")
+                                f"over {len(ratios)} {where}")
         out["wheat-always-lower"] = (
             "not reproduced" if above else "reproduced", None,
             (f"WHEAT not lower at {len(above)} of {len(ratios)}: " + "; ".join(
                 f"{_fmt_key(k)} ×{ratios[k]:.3g}" for k in above[:6]) if above else
-             f"WHEAT lower at all {len(ratios)} ({where}); ratios {min(ratios.values()):.3g}–{max(ratios.values()):.3g}")
+             f"WHEAT lower at all {len(ratios)} {where}; ratios {min(ratios.values()):.3g}–{max(ratios.values()):.3g}")
             + " (our test of the quoted sentence)")
 
     rows = []
@@ -386,14 +386,16 @@ def draw_fig7(lat: dict, labels: dict, build: str = "") -> bytes | None:
                     xs = [i + j * width for i, r in enumerate(FRONTENDS) if (v, es, r, col) in lat]
                     ys = [lat[(v, es, r, col)] for r in FRONTENDS if (v, es, r, col) in lat]
                     ax.bar(xs, ys, width, color=f"C{vi}", alpha=1.0 - 0.3 * pi, edgecolor="k", linewidth=0.4,
-                           label=f"{labels.get(v, v)}, {name}")
+                           label=f"{labels.get(v, v).split(' (')[0]} {name}")
                     j += 1
             ax.axhline(500, color="k", ls="--", lw=1, label="500 ms (line 170)")
             ax.set_xticks([i + 0.4 - width / 2 for i in range(len(FRONTENDS))], [r.replace("-", " ").title()
                                                                                  for r in FRONTENDS])
+            ax.set_ylim(0, 1.45 * max(max(lat.values()), 500))   # room for the legend above the bars
             ax.set_title(f"blocks of 100 × {es} B envelopes")
             ax.set_ylabel(f"latency (ms){' (' + build + ' build)' if build else ''}")
-            ax.legend(fontsize=6)
+            if ax is axes[0][0]:
+                ax.legend(fontsize=6, ncol=2, loc="upper left")
         return png_bytes(fig)
 
 
