@@ -5,7 +5,7 @@ from the lines (tests/harness/fixtures/fastfabric/):
 * orderer-broadcast.out: the broadcast client of a Fig. 4 point (2,000 transfers);
 * reader.out, reader-committer-blocks.csv: Fig. 3's reader and the committing
   deliver client's block log of one point (block size 100, run
-  20261124T085232Z-e9d9bb0, patches 0003 + 0004);
+  20261124T095928Z-ad43e94 of the whole paper at smoke, patches 0003 + 0004);
 * orderer-deliver-0003-only.out: a discarding deliver client before patch 0004
   (its times are the main loop's, not the transfer's: refused)."""
 
@@ -39,7 +39,7 @@ def test_discarded_blocks_golden():
     assert [b["block"] for b in blocks] == list(range(1, 25))
     assert all(b["txs"] == 100 for b in blocks) and blocks[-1]["total"] == 2400
     # recv_ns: when the gRPC stream returned the block (patch 0004)
-    assert blocks[4]["arrival_ns"] == 1795510512940721114
+    assert blocks[4]["arrival_ns"] == 1795514480068706846
 
 
 def test_discard_lines_of_patch_0003_alone_are_refused():
@@ -80,7 +80,7 @@ def test_reader_deliveries_keep_the_committed_transfer_blocks_with_their_valid_c
     assert list(d.columns) == ["block_number", "arrival_ns", "tx_count", "valid_count", "size_bytes"]
     assert d["block_number"].tolist() == list(range(6, 25))
     assert d.loc[d.block_number == 7, "valid_count"].item() == 97
-    assert d.loc[0, "arrival_ns"] == 1795510512942190233 and d.loc[0, "size_bytes"] == 1006
+    assert d.loc[0, "arrival_ns"] == 1795514480077463233 and d.loc[0, "size_bytes"] == 1006
 
 
 def test_reader_deliveries_refuse_another_chain():
@@ -98,9 +98,9 @@ def test_point_tables_read_the_reader_log_beside_the_block_log(tmp_path):
     (tmp_path / "raw" / "peer" / "blocks.csv").write_text((FIXTURES / "reader-committer-blocks.csv").read_text())
     (d,) = L.point_tables(tmp_path).values()
     assert len(d) == 20 and set(d["host"]) == {"peer"} and d["block_number"].tolist() == list(range(5, 25))
-    assert d["size_bytes"].iloc[0] == 306623
-    # 1,900 valid transfers of blocks 6-24 over recv_ns(24) - recv_ns(5) = 71,094,142 ns
-    assert METRICS["delivery_throughput_tps"].compute(d) == pytest.approx(1900 / 0.071094142)
+    assert d["size_bytes"].iloc[0] == 306400
+    # 1,900 valid transfers of blocks 6-24 over recv_ns(24) - recv_ns(5) = 54,066,378 ns
+    assert METRICS["delivery_throughput_tps"].compute(d) == pytest.approx(1900 / 0.054066378)
     assert L.point_tables(tmp_path / "nothing") == {}
     (tmp_path / "raw" / "peer" / "blocks.csv").unlink()
     with pytest.raises(HarnessError, match="no block log"):
