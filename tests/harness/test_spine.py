@@ -19,7 +19,10 @@ from harness.rundir import Run
 
 FAKEBIN = __import__("pathlib").Path(__file__).resolve().parent / "fakebin"
 
-pytestmark = pytest.mark.skipif(shutil.which("ansible-playbook") is None, reason="needs ansible-playbook")
+# network: the double's orderer and peer listen on the catalogue's fixed ports (7050...), so these runs take
+# the machine's network lock like real networks (unlocked, one collided with a real run's orderer)
+pytestmark = [pytest.mark.skipif(shutil.which("ansible-playbook") is None, reason="needs ansible-playbook"),
+              pytest.mark.network]
 
 
 def _reproduce(root, tmp_path, **kw):
