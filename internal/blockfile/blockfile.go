@@ -6,7 +6,10 @@
 // block_serialization.go at v1.2.0): varint block number, data hash and
 // previous hash as varint-length bytes, a varint count of envelopes each as
 // varint-length bytes, then a varint count of metadata entries each as
-// varint-length bytes.
+// varint-length bytes. The reference build's block store
+// (internal/ledger/blkstorage) frames a marshaled common.Block instead; Read
+// takes a record in that form when it is not in Fabric's, and Check then
+// proves the decoding right through the hashes.
 package blockfile
 
 import (
@@ -18,7 +21,10 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"google.golang.org/protobuf/proto"
+
 	cb "fabricrepro/internal/protos/common"
+	pb "fabricrepro/internal/protos/peer"
 	"fabricrepro/internal/protoutil"
 )
 
@@ -47,6 +53,11 @@ func Read(r io.Reader) ([]*cb.Block, error) {
 			return blocks, nil // truncated last record
 		}
 		b, err := decode(rec)
+		if err != nil {
+			if pbb, ok := decodeMarshaled(rec); ok {
+				b, err = pbb, nil
+			}
+		}
 		if err != nil {
 			return blocks, fmt.Errorf("record %d: %w", len(blocks), err)
 		}
@@ -89,6 +100,22 @@ func decode(rec []byte) (*cb.Block, error) {
 		d.err = fmt.Errorf("%d bytes left after the metadata", len(d.buf))
 	}
 	return b, d.err
+}
+
+// decodeMarshaled parses a record of the reference block store: a
+// marshaled common.Block.
+func decodeMarshaled(rec []byte) (*cb.Block, bool) {
+	b := &cb.Block{}
+	if err := proto.Unmarshal(rec, b); err != nil || b.Header == nil {
+		return nil, false
+	}
+	if b.Data == nil {
+		b.Data = &cb.BlockData{}
+	}
+	if b.Metadata == nil {
+		b.Metadata = &cb.BlockMetadata{}
+	}
+	return b, true
 }
 
 type decoder struct {
@@ -136,6 +163,51 @@ func ValidCount(b *cb.Block) int {
 		}
 	}
 	return n
+}
+
+// Tx is one transaction of a block with the code its committer gave it.
+type Tx struct {
+	Index int
+	// TxID is the envelope's channel-header transaction ID; empty when the
+	// header has none (e.g. a genesis config transaction) or does not decode.
+	TxID string
+	Code pb.TxValidationCode
+}
+
+// CodeName is the TxValidationCode's enum name (VALID, MVCC_READ_CONFLICT,
+// ...), or the number for a code the enum does not know.
+func (t Tx) CodeName() string {
+	if n, ok := pb.TxValidationCode_name[int32(t.Code)]; ok {
+		return n
+	}
+	return fmt.Sprint(int32(t.Code))
+}
+
+// Txs lists the block's transactions with their codes from the
+// TRANSACTIONS_FILTER metadata. A block without a filter (an orderer's block,
+// or one its committer never validated) or with a filter shorter than its
+// data gives NOT_VALIDATED to the transactions it does not cover.
+func Txs(b *cb.Block) []Tx {
+	var filter []byte
+	idx := int(cb.BlockMetadataIndex_TRANSACTIONS_FILTER)
+	if b.Metadata != nil && len(b.Metadata.Metadata) > idx {
+		filter = b.Metadata.Metadata[idx]
+	}
+	out := make([]Tx, len(b.Data.Data))
+	for i, raw := range b.Data.Data {
+		t := Tx{Index: i, Code: pb.TxValidationCode_NOT_VALIDATED}
+		if i < len(filter) {
+			t.Code = pb.TxValidationCode(filter[i])
+		}
+		env := &cb.Envelope{}
+		if proto.Unmarshal(raw, env) == nil {
+			if _, chdr, _, err := protoutil.UnmarshalPayload(env); err == nil {
+				t.TxID = chdr.TxId
+			}
+		}
+		out[i] = t
+	}
+	return out
 }
 
 // Check verifies the chain: block numbers consecutive from the first one,
