@@ -12,19 +12,43 @@
 // use disjoint account pairs and read the versions the previous block wrote,
 // so all of them are valid, as in the paper's experiment.
 //
-//	committerbench --config bench.yaml --out blocks.csv
+// Mutations (issue 21: validity must be proved from the ledger's codes) turn
+// a stated fraction of the timed transfers invalid, each in one way, chosen
+// by a seeded permutation so the set is known:
+//
+//	corruptCreatorFraction      envelope signed by another key than the
+//	                            creator's                 -> BAD_CREATOR_SIGNATURE
+//	corruptEndorsementFraction  endorsement names peer0 but is signed by
+//	                            another key (policy OR('Org1MSP.member') is not
+//	                            met)                      -> ENDORSEMENT_POLICY_FAILURE
+//	staleReadFraction           reads both keys at the version before the
+//	                            committed one (absent, before the first write)
+//	                                                      -> MVCC_READ_CONFLICT
+//
+// (codes as internal/validation gives them). Later transfers of a mutated
+// transfer's accounts read what was really committed, so only the mutated
+// ones are invalid. The chosen set is written to --mutations (default
+// mutations.csv beside --out): block_number,tx_index,tx_id,mutation with
+// mutation bad_creator, bad_endorsement or stale_read; blocks.csv keeps the
+// committer's own valid_count.
+//
+//	committerbench --config bench.yaml --out blocks.csv [--stale-read-fraction 0.1 ...]
 //	committerbench --ecdsa-verify-rate
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -64,7 +88,26 @@ type Config struct {
 	Sync bool `yaml:"sync"`
 	// Quiet suppresses the per-block log lines.
 	Quiet bool `yaml:"quiet"`
+	// CorruptCreatorFraction, CorruptEndorsementFraction and
+	// StaleReadFraction are the shares of the timed transfers made invalid
+	// by each mutation (package comment); each rounds to a whole count of
+	// blocks*blockSize, and the counts must fit in it together.
+	CorruptCreatorFraction     float64 `yaml:"corruptCreatorFraction"`
+	CorruptEndorsementFraction float64 `yaml:"corruptEndorsementFraction"`
+	StaleReadFraction          float64 `yaml:"staleReadFraction"`
+	// MutationSeed seeds the choice of the mutated transfers.
+	MutationSeed uint64 `yaml:"mutationSeed"`
 }
+
+// Mutation names, as written to mutations.csv.
+const (
+	BadCreator     = "bad_creator"
+	BadEndorsement = "bad_endorsement"
+	StaleRead      = "stale_read"
+)
+
+// MutationsHeader is the header of mutations.csv.
+const MutationsHeader = "block_number,tx_index,tx_id,mutation"
 
 // Defaults: FastFabric's peer experiment (100-transaction blocks, 2.9 KB).
 var Defaults = Config{Blocks: 50, BlockSize: 100, PayloadBytes: 2900, Sync: true}
@@ -78,6 +121,7 @@ type Summary struct {
 	TPS          float64 `json:"tps"`
 	MeanBlockTPS float64 `json:"mean_block_tps"`
 	MeanTxBytes  int     `json:"mean_tx_bytes"`
+	Mutated      int     `json:"mutated"`
 	VSCCWorkers  int     `json:"vscc_workers"`
 	GOMAXPROCS   int     `json:"gomaxprocs"`
 	GenerateNs   int64   `json:"generate_ns"`
@@ -89,6 +133,11 @@ func main() {
 	out := flag.String("out", "blocks.csv", "per-block CSV output")
 	ecdsaRate := flag.Bool("ecdsa-verify-rate", false, "measure ECDSA-P256 verifications per second on one core and on all cores (GOMAXPROCS), print one JSON line and exit")
 	dur := flag.Duration("ecdsa-duration", 2*time.Second, "measuring time per ECDSA run")
+	mutOut := flag.String("mutations", "", "mutations CSV output (default: mutations.csv in --out's directory)")
+	creator := flag.Float64("corrupt-creator-fraction", 0, "overrides corruptCreatorFraction")
+	endorsement := flag.Float64("corrupt-endorsement-fraction", 0, "overrides corruptEndorsementFraction")
+	stale := flag.Float64("stale-read-fraction", 0, "overrides staleReadFraction")
+	seed := flag.Uint64("mutation-seed", 0, "overrides mutationSeed")
 	flag.Parse()
 	if *ecdsaRate {
 		if err := verifyRate(os.Stdout, *dur); err != nil {
@@ -103,18 +152,41 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "corrupt-creator-fraction":
+			cfg.CorruptCreatorFraction = *creator
+		case "corrupt-endorsement-fraction":
+			cfg.CorruptEndorsementFraction = *endorsement
+		case "stale-read-fraction":
+			cfg.StaleReadFraction = *stale
+		case "mutation-seed":
+			cfg.MutationSeed = *seed
+		}
+	})
 	if cfg.Blocks < 1 || cfg.BlockSize < 1 || cfg.PayloadBytes < 0 {
 		fmt.Fprintln(os.Stderr, "committerbench: blocks and blockSize must be positive, payloadBytes non-negative")
 		os.Exit(2)
 	}
-	s, err := run(cfg, *out)
+	if _, err := chooseMutations(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "committerbench:", err)
+		os.Exit(2)
+	}
+	if *mutOut == "" {
+		*mutOut = filepath.Join(filepath.Dir(*out), "mutations.csv")
+	}
+	s, err := run(cfg, *out, *mutOut)
 	if err != nil {
 		log.Fatal("committerbench: ", err)
 	}
 	json.NewEncoder(os.Stdout).Encode(s)
 }
 
-func run(cfg Config, out string) (*Summary, error) {
+func run(cfg Config, out, mutOut string) (*Summary, error) {
+	muts, err := chooseMutations(cfg)
+	if err != nil {
+		return nil, err
+	}
 	tmp, err := os.MkdirTemp("", "committerbench-")
 	if err != nil {
 		return nil, err
@@ -168,14 +240,17 @@ func run(cfg Config, out string) (*Summary, error) {
 	}
 
 	genStart := time.Now()
-	blocks, txBytes, err := generate(cfg, net, l.Store.LastBlockHash())
+	blocks, txIDs, txBytes, err := generate(cfg, net, l.Store.LastBlockHash(), muts)
 	if err != nil {
+		return nil, err
+	}
+	if err := writeMutations(mutOut, muts, txIDs); err != nil {
 		return nil, err
 	}
 	genNs := time.Since(genStart).Nanoseconds()
 	log.Printf("committerbench: generated %d blocks of %d transfers in %s; committing", cfg.Blocks, cfg.BlockSize, time.Duration(genNs))
 
-	s := &Summary{Blocks: cfg.Blocks, GOMAXPROCS: runtime.GOMAXPROCS(0), GenerateNs: genNs, VSCCWorkers: cfg.VSCCWorkers}
+	s := &Summary{Blocks: cfg.Blocks, GOMAXPROCS: runtime.GOMAXPROCS(0), GenerateNs: genNs, VSCCWorkers: cfg.VSCCWorkers, Mutated: len(muts)}
 	if s.VSCCWorkers == 0 {
 		s.VSCCWorkers = runtime.NumCPU()
 	}
@@ -224,17 +299,129 @@ func loadNetwork(dir string) (*txgen.Network, error) {
 	return txgen.LoadNetwork(dir, gen)
 }
 
-// generate builds the blocks in parallel: transfer j of block k moves 1
-// from account 2j to 2j+1 (or back, on odd blocks), reading the versions
-// block k-1 wrote.
-func generate(cfg Config, net *txgen.Network, prevHash []byte) ([]*cb.Block, int, error) {
+// mutation is one chosen mutation: transfer j of measured block k (block
+// number k+1).
+type mutation struct {
+	k, j int
+	kind string
+}
+
+// chooseMutations picks round(fraction*blocks*blockSize) transfers per
+// mutation, disjoint, by a permutation seeded with MutationSeed, and returns
+// them ordered by block and index.
+func chooseMutations(cfg Config) ([]mutation, error) {
+	n := cfg.Blocks * cfg.BlockSize
+	kinds := []struct {
+		name string
+		f    float64
+	}{{BadCreator, cfg.CorruptCreatorFraction}, {BadEndorsement, cfg.CorruptEndorsementFraction}, {StaleRead, cfg.StaleReadFraction}}
+	total := 0
+	counts := make([]int, len(kinds))
+	for i, kd := range kinds {
+		if !(kd.f >= 0 && kd.f <= 1) {
+			return nil, fmt.Errorf("%s fraction %v is not between 0 and 1", kd.name, kd.f)
+		}
+		counts[i] = int(math.Round(kd.f * float64(n)))
+		total += counts[i]
+	}
+	if total > n {
+		return nil, fmt.Errorf("mutation fractions add up to %d of %d transactions", total, n)
+	}
+	if total == 0 {
+		return nil, nil
+	}
+	perm := rand.New(rand.NewPCG(cfg.MutationSeed, 0x5eed)).Perm(n)
+	var out []mutation
+	for i, kd := range kinds {
+		for _, t := range perm[:counts[i]] {
+			out = append(out, mutation{k: t / cfg.BlockSize, j: t % cfg.BlockSize, kind: kd.name})
+		}
+		perm = perm[counts[i]:]
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].k != out[b].k {
+			return out[a].k < out[b].k
+		}
+		return out[a].j < out[b].j
+	})
+	return out, nil
+}
+
+// writeMutations writes mutations.csv; txIDs[k][j] is transfer j of block k's ID.
+func writeMutations(path string, muts []mutation, txIDs [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, MutationsHeader)
+	for _, m := range muts {
+		fmt.Fprintf(w, "%d,%d,%s,%s\n", m.k+1, m.j, txIDs[m.k][m.j], m.kind)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// spec is one transfer to build: what it reads and writes and how it is mutated.
+type spec struct {
+	from, to       string
+	srcBal, dstBal int64
+	read           *statedb.Height // version read of both keys; nil: absent
+	mutation       string
+}
+
+// plan lays out the transfers: transfer j of every block moves 1 between
+// accounts 2j and 2j+1 (there and back), reading the version of them that
+// the last valid transfer of that pair wrote (the pre-load at 0:0 at first).
+// A mutated transfer commits nothing, so the next one of its pair reads
+// what was there before it.
+func plan(cfg Config, muts []mutation) [][]spec {
+	kind := map[[2]int]string{}
+	for _, m := range muts {
+		kind[[2]int{m.k, m.j}] = m.kind
+	}
+	const initial = 1_000_000
+	specs := make([][]spec, cfg.Blocks)
+	for k := range specs {
+		specs[k] = make([]spec, cfg.BlockSize)
+	}
+	for j := 0; j < cfg.BlockSize; j++ {
+		a, b := moneytransfer.AccountName(2*j), moneytransfer.AccountName(2*j+1)
+		cur, prev := &statedb.Height{}, (*statedb.Height)(nil)
+		moved := false // whether 1 sits on b
+		for k := 0; k < cfg.Blocks; k++ {
+			sp := spec{from: a, to: b, srcBal: initial - 1, dstBal: initial + 1, read: cur, mutation: kind[[2]int{k, j}]}
+			if moved {
+				sp.from, sp.to, sp.srcBal, sp.dstBal = b, a, initial, initial
+			}
+			if sp.mutation == StaleRead {
+				sp.read = prev
+			}
+			specs[k][j] = sp
+			if sp.mutation == "" {
+				prev, cur, moved = cur, &statedb.Height{BlockNum: uint64(k + 1), TxNum: uint64(j)}, !moved
+			}
+		}
+	}
+	return specs
+}
+
+// generate builds the blocks of plan(cfg, muts), signing in parallel. It
+// returns them with each transfer's tx ID and the envelopes' total size.
+func generate(cfg Config, net *txgen.Network, prevHash []byte, muts []mutation) ([]*cb.Block, [][]string, int, error) {
 	padding := make([]byte, cfg.PayloadBytes)
 	for i := range padding {
 		padding[i] = byte('a' + i%26)
 	}
+	specs := plan(cfg, muts)
 	envs := make([][][]byte, cfg.Blocks)
+	ids := make([][]string, cfg.Blocks)
 	for k := range envs {
 		envs[k] = make([][]byte, cfg.BlockSize)
+		ids[k] = make([]string, cfg.BlockSize)
 	}
 	var firstErr atomic.Value
 	var bytes atomic.Int64
@@ -245,12 +432,12 @@ func generate(cfg Config, net *txgen.Network, prevHash []byte) ([]*cb.Block, int
 		go func() {
 			defer wg.Done()
 			for kj := range work {
-				raw, err := transfer(cfg, net, kj[0], kj[1], padding)
+				raw, id, err := transfer(net, specs[kj[0]][kj[1]], padding)
 				if err != nil {
 					firstErr.Store(err)
 					continue
 				}
-				envs[kj[0]][kj[1]] = raw
+				envs[kj[0]][kj[1]], ids[kj[0]][kj[1]] = raw, id
 				bytes.Add(int64(len(raw)))
 			}
 		}()
@@ -263,51 +450,41 @@ func generate(cfg Config, net *txgen.Network, prevHash []byte) ([]*cb.Block, int
 	close(work)
 	wg.Wait()
 	if err, ok := firstErr.Load().(error); ok {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	blocks := make([]*cb.Block, cfg.Blocks)
 	for k := range blocks {
 		b, err := net.Block(uint64(k+1), prevHash, envs[k])
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		blocks[k] = b
 		prevHash = protoutil.BlockHeaderHash(b.Header)
 	}
-	return blocks, int(bytes.Load()), nil
+	return blocks, ids, int(bytes.Load()), nil
 }
 
-func transfer(cfg Config, net *txgen.Network, k, j int, padding []byte) ([]byte, error) {
-	a, b := moneytransfer.AccountName(2*j), moneytransfer.AccountName(2*j+1)
-	from, to := a, b
-	if k%2 == 1 {
-		from, to = b, a
-	}
-	// Even blocks move 1 from a to b, odd blocks move it back.
-	const initial = 1_000_000
-	srcBal, dstBal := int64(initial-1), int64(initial+1)
-	if k%2 == 1 {
-		srcBal, dstBal = initial, initial
-	}
-	// Version of both keys: written by the previous block's transfer j, or
-	// the pre-load at 0:0.
-	v := &statedb.Height{}
-	if k > 0 {
-		v = &statedb.Height{BlockNum: uint64(k), TxNum: uint64(j)}
-	}
+func transfer(net *txgen.Network, sp spec, padding []byte) ([]byte, string, error) {
 	results := txgen.Results(txgen.NsRW{Namespace: moneytransfer.Name,
-		Reads: []*kvrwset.KVRead{txgen.Read(from, v), txgen.Read(to, v)},
+		Reads: []*kvrwset.KVRead{txgen.Read(sp.from, sp.read), txgen.Read(sp.to, sp.read)},
 		Writes: []*kvrwset.KVWrite{
-			txgen.Write(from, moneytransfer.Account{Balance: srcBal}.Encode()),
-			txgen.Write(to, moneytransfer.Account{Balance: dstBal}.Encode()),
+			txgen.Write(sp.from, moneytransfer.Account{Balance: sp.srcBal}.Encode()),
+			txgen.Write(sp.to, moneytransfer.Account{Balance: sp.dstBal}.Encode()),
 		}})
-	env, _, err := txgen.Endorse(net.Channel, txgen.Tx{Chaincode: moneytransfer.Name, Version: "1.0",
-		Args:    moneytransfer.TransferArgs(from, to, 1, padding),
-		Results: results, Client: net.Client, Endorsers: []protoutil.Signer{net.Peer}})
-	if err != nil {
-		return nil, err
+	client, endorser := protoutil.Signer(net.Client), protoutil.Signer(net.Peer)
+	switch sp.mutation {
+	case BadCreator:
+		client = txgen.Forged(net.Client, net.Peer)
+	case BadEndorsement:
+		endorser = txgen.Forged(net.Peer, net.Client)
 	}
-	return protoutil.MarshalOrPanic(env), nil
+	env, id, err := txgen.Endorse(net.Channel, txgen.Tx{Chaincode: moneytransfer.Name, Version: "1.0",
+		Args:    moneytransfer.TransferArgs(sp.from, sp.to, 1, padding),
+		Results: results, Client: client, Endorsers: []protoutil.Signer{endorser}})
+	if err != nil {
+		return nil, "", err
+	}
+	return protoutil.MarshalOrPanic(env), id, nil
 }
 
 // VerifyRate is the JSON line of --ecdsa-verify-rate: ECDSA-P256

@@ -180,3 +180,15 @@ func Deploy(db statedb.DB, name, version string, pol *cb.SignaturePolicyEnvelope
 	}
 	return nil
 }
+
+// Forged is a signer that presents identity's certificate but signs with
+// key's private key: its signatures are well-formed and verify under key,
+// never under identity. The committer benchmark's mutations use it for an
+// envelope the creator did not sign (BAD_CREATOR_SIGNATURE) and for an
+// endorsement its named endorser did not sign (ENDORSEMENT_POLICY_FAILURE).
+func Forged(identity, key protoutil.Signer) protoutil.Signer { return forged{identity, key} }
+
+type forged struct{ identity, key protoutil.Signer }
+
+func (f forged) Sign(msg []byte) ([]byte, error) { return f.key.Sign(msg) }
+func (f forged) Serialize() []byte               { return f.identity.Serialize() }
