@@ -28,6 +28,7 @@ import (
 	ab "fabricrepro/internal/protos/orderer"
 	pb "fabricrepro/internal/protos/peer"
 	"fabricrepro/internal/protoutil"
+	"fabricrepro/internal/validation"
 	moneytransfer "fabricrepro/workloads/money-transfer"
 )
 
@@ -293,6 +294,27 @@ func TestEndorseAgainstRealEndorser(t *testing.T) {
 		ok := peer.Verify(append(append([]byte{}, cap.Action.ProposalResponsePayload...), end.Endorser...), end.Signature) == nil
 		if ok != (i >= 2) {
 			t.Fatalf("tx %d: endorsement verifies=%v, forged=%v", i, ok, i < 2)
+		}
+	}
+	// The committer's validator must give exactly the forged ones
+	// ENDORSEMENT_POLICY_FAILURE (what the harness reads from the ledger).
+	blk := protoutil.NewBlock(2, nil)
+	for _, tx := range txs {
+		blk.Data.Data = append(blk.Data.Data, protoutil.MarshalOrPanic(tx.Envelope))
+	}
+	val := validation.NewTxValidator(validation.Config{ChannelID: "ch", MSPs: bundle.MSPs, ApplicationMSPs: bundle.ApplicationMSPs,
+		State: db, Logf: func(string, ...any) {}})
+	filter, err := val.Validate(blk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range txs {
+		want := pb.TxValidationCode_VALID
+		if i < 2 {
+			want = pb.TxValidationCode_ENDORSEMENT_POLICY_FAILURE
+		}
+		if filter.Code(i) != want {
+			t.Errorf("tx %d: validator code %s, want %s", i, filter.Code(i), want)
 		}
 	}
 }
