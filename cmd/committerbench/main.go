@@ -10,7 +10,7 @@
 // through a deploy transaction, and the accounts are pre-loaded there too,
 // so that every measured block holds only transfers. Transfers in a block
 // use disjoint account pairs and read the versions the previous block wrote,
-// so all of them are valid, as in the paper's experiment.
+// so all of them are valid, as in the paper's experiment, unless mutated.
 //
 // Mutations (issue 21: validity must be proved from the ledger's codes) turn
 // a stated fraction of the timed transfers invalid, each in one way, chosen
