@@ -17,8 +17,9 @@ import math
 import statistics
 from pathlib import Path
 
-from . import SCHEMA_VERSION
-from .collect import load_measured
+from . import SCHEMA_VERSION, validity
+from .collect import load_measured, load_point
+from .errors import HarnessError
 from .metrics import METRICS, compute_all
 from .rundir import Run, latest_complete_run, read_json, write_json
 
@@ -39,7 +40,16 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
     Only the measured window counts: an end-to-end point's blocks before the
     ``first_block`` of its ``measured.json`` (loadgen's setup) are left out.
     """
-    metrics = {k: _clean(v) for k, v in sorted(compute_all(load_measured(point_dir)).items())}
+    tables = load_measured(point_dir)
+    metrics = {k: _clean(v) for k, v in sorted(compute_all(tables).items())}
+    # Validity (harness/validity.py): counts from the ledger, logs, mutations, work. A point
+    # that ran to its end with a problem there is failed: its numbers are not evidence.
+    try:
+        validity_section, problems = validity.check_point(point_dir, point, load_point(point_dir))
+    except HarnessError as e:
+        validity_section, problems = {"problems": [str(e)]}, [f"validity check: {e}"]
+    if status == "complete" and problems:
+        status, reason = "failed", "validity: " + "; ".join(problems)
     valid, invalid_reason = True, None
     limit = point["parameters"].get("max_lag_ms")
     lag = metrics.get("loadgen_max_lag_ms")
@@ -57,6 +67,7 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
         "invalid_reason": invalid_reason,
         "metrics": metrics,
         **(extra or {}),
+        "validity": validity_section,
     }
     write_json(Path(point_dir) / "summary.json", summary)
     return summary
@@ -319,7 +330,7 @@ def analyze_run(run: Run) -> dict:
             old = read_json(summary_path)
             keep = {k: v for k, v in old.items() if k not in
                     ("schema_version", "point", "variant", "sweep", "repetition", "status", "reason",
-                     "valid", "invalid_reason", "metrics")}
+                     "valid", "invalid_reason", "metrics", "validity")}
             summaries.append(point_summary(point_json.parent, point, old["status"], old["reason"], keep))
     stored = run.stored("experiment")
     experiment = stored["experiment"]

@@ -8,6 +8,8 @@ units in every column name and the schema version in the parquet metadata:
     blocks.csv      (peer block log, committer benchmark)  -> blocks.parquet
     deliveries.csv  (block watcher)                        -> deliveries.parquet
     txs.csv         (load generator)                       -> txs.parquet
+    block_txs.csv   (block watcher; FastFabric's peer bench)   -> block_txs.parquet
+    mutations.csv   (drivers corrupting transactions on purpose) -> mutations.parquet
     cc_messages.csv (Fabric v0.6.1 peer and chaincode)     -> cc_messages.parquet
 
 Each table gains a ``host`` column; rows of several hosts are concatenated.
@@ -46,10 +48,12 @@ TABLES = {
     "phases": {"columns": ["block_number", "tx_count", "valid_count", "received_ns", "committed_ns", "vscc_ns",
                            "statedb_read_ns", "mvcc_ns", "ledger_write_ns", "statedb_write_ns", "history_write_ns",
                            "others_ns", "vsc_statedb_read_ns", "ledger_statedb_write_ns"], "rename": {}},
+    # transactions a driver corrupted on purpose (mutation tests; harness/validity.py)
+    "mutations": {"columns": ["block_number", "tx_index", "tx_id", "mutation"], "rename": {}},
     # Fabric v0.6.1's peer<->chaincode messages (systems/fujitsu-api/patches/0003; harness/chaincode_timing.py)
     "cc_messages": {"columns": ["side", "event", "type", "tx_id", "unix_ns"], "rename": {}},
 }
-_STRINGS = {"tx_id", "status", "validation_code", "side", "event", "type"}
+_STRINGS = {"tx_id", "status", "validation_code", "side", "event", "type", "mutation"}
 META_VERSION = b"fabricrepro.schema_version"
 META_TABLE = b"fabricrepro.table"
 
@@ -116,7 +120,7 @@ def load_point(point_dir: Path) -> dict[str, pd.DataFrame]:
 
 
 #: Tables with a ``block_number`` column, cut to the measured window.
-BLOCK_TABLES = ("blocks", "deliveries", "block_txs", "phases")
+BLOCK_TABLES = ("blocks", "deliveries", "block_txs", "phases", "mutations")
 
 
 def measured_window(point_dir: Path) -> dict | None:

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION
+from . import REPO_ROOT, SCHEMA_VERSION, validity
 from .analyze import analyze_run
 from .catalogue import SCALES, load_paper
 from .errors import HarnessError, Interrupted, choose
@@ -140,6 +140,10 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
                                   track=provider.track).start()
         todo = pending(plan, run.path)
         progress.total, progress.done = len(plan.points), len(plan.points) - len(todo)
+        # This machine's cost of the work each transaction needs, measured in the same run
+        # before and after its points (the work check, harness/validity.py).
+        run.metadata.setdefault("primitives", {})["before_points"] = validity.measure_primitives(REPO_ROOT / "bin")
+        run.save()
         failed = 0
         for point in todo:
             progress.start(point.id)
@@ -164,6 +168,8 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
                 if lost:
                     raise HarnessError("host(s) lost during point " + point.id + ": "
                                        + "; ".join(f"{h}: {why}" for h, why in sorted(lost.items())))
+        run.metadata["primitives"]["after_points"] = validity.measure_primitives(REPO_ROOT / "bin")
+        run.save()
         if failed:
             run.metadata["outcome"] = ("failed", f"{failed} of {len(todo)} points failed; "
                                                  f"`invoke reproduce --resume {run.path}` re-runs them")

@@ -50,6 +50,10 @@ def host_ports(components: list[str]) -> list[int]:
     return sorted(ports)
 
 
+#: Point parameters that make a driver corrupt a share of its transactions (mutation tests).
+MUTATIONS = ("corrupt_creator_fraction", "corrupt_endorsement_fraction", "stale_read_fraction")
+
+
 def _param(point: Point, name: str):
     try:
         return point.parameters[name]
@@ -94,6 +98,9 @@ def role_variables(point: Point) -> dict:
                if "block_pipeline_goroutines" in point.parameters else {}),
             **({"fastfabric_peerbench_tx_threads": int(point.parameters["tx_validation_goroutines"])}
                if "tx_validation_goroutines" in point.parameters else {}),
+            # Mutation tests (docs/validity.md): the pre-made-block drivers corrupt these shares of the transfers.
+            **{f"committerbench_{name}": float(point.parameters[name]) for name in MUTATIONS
+               if name in point.parameters},
             # FastFabric's orderer experiment (Fig. 4): the payload every envelope is padded to.
             **({"fastfabric_broadcast_payload_bytes": int(float(point.parameters["payload_kb"]) * 1024)}
                if "payload_kb" in point.parameters else {}),
