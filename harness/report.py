@@ -320,6 +320,42 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     return blocks + figures
 
 
+def validity_blocks(run) -> list[tuple]:
+    """Per point: where its valid count comes from and what that says, the log patterns it
+    matched, and the work check (harness/validity.py, docs/validity.md)."""
+    from .rundir import read_json
+
+    rows = []
+    for summary_path in sorted((run.path / "points").glob("*/summary.json")):
+        s = read_json(summary_path)
+        v = s.get("validity") or {}
+        invalid = v.get("ledger_invalid") or {}
+        logs = {k: n for k, n in (v.get("log_counts") or {}).items() if n}
+        work = v.get("work") or {}
+        if work.get("status") in ("passed", "failed"):
+            work_text = (f"{work['status']}: {fmt(work.get('cpu_us_per_tx'))} CPU-µs/tx spent, "
+                         f"≥ {fmt(work['verifies_per_tx'] * work['verify_us'])} owed "
+                         f"({work['verifies_per_tx']} verifies × {fmt(work['verify_us'])} µs; ×{fmt(work.get('covered'))})")
+        else:
+            work_text = work.get("status", "no work stated") + (f" ({work['reason']})" if work.get("reason") else "")
+        mutations = v.get("mutations")
+        rows.append([s["point"], s["status"], v.get("counts_from", "–"),
+                     fmt(v.get("ledger_valid")) if "ledger_valid" in v else "–",
+                     ", ".join(f"{k} {n}" for k, n in invalid.items()) or "none",
+                     ", ".join(f"{k} {n}" for k, n in sorted(logs.items())) or "none",
+                     work_text + (f"; mutations {mutations['invalid_as_planned']} invalid as planned"
+                                  if mutations else "")])
+    if not rows:
+        return []
+    return [("p", "**Validity** (docs/validity.md): each point's valid count is checked against the ledger's own "
+                  "codes (the kept block files, else the per-transaction codes the point recorded), its logs "
+                  "against its system's patterns (`systems/<system>/validity.yaml`), and the CPU of its timed "
+                  "section against the signature verifications the paper says each transaction needs, at this "
+                  "run's measured cost of one verification. A point failing any of them is failed and left out."),
+            ("table", ["point", "status", "valid count from", "valid (ledger)", "invalid (ledger codes)",
+                       "log patterns matched", "work check"], rows)]
+
+
 #: A paper's own figures beside the main one, named by the experiment's ``axes.figure``: a function
 #: (experiment, summary, figure prefix, build kind) -> blocks; it may judge the summary's qualitative claims.
 EXTRA_FIGURES = {"phase-breakdown": phase_figures.report_blocks, "bftsmart-bound": bftsmart_model.report_blocks,
@@ -357,6 +393,7 @@ def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tup
         blocks.append(("table", headers, rows))
     if summary["claims"]:
         blocks.append(("table", CLAIM_HEADERS, _claims_rows(summary["claims"])))
+    blocks += validity_blocks(run)
     blocks += resource_blocks(run, figure_name.removesuffix(".png"))
     return blocks, summary["claims"]
 

@@ -150,3 +150,15 @@ def test_run_primitives_reads_the_run_metadata(tmp_path):
     (tmp_path / "metadata.json").write_text(json.dumps({"primitives": {"before_points": {"per_core_verifies_per_s": 1}}}))
     assert validity.run_primitives(tmp_path) == {"before_points": {"per_core_verifies_per_s": 1}}
     assert validity.run_primitives(tmp_path / "none") == {}
+
+
+def test_patterns_apply_to_the_components_they_name(tmp_path):
+    # FastFabric's storage server refuses each block's second delivery (expected there, nowhere else)
+    write_log(tmp_path, "fastfabric_storage.log", "Reason code [MVCC_READ_CONFLICT]\n")
+    write_log(tmp_path, "fastfabric_deliver.log", "Reason code [MVCC_READ_CONFLICT]\n")
+    patterns = [{"name": "mvcc", "regex": "MVCC_READ_CONFLICT", "meaning": "m", "components_except": ["fastfabric_storage"]},
+                {"name": "replay", "regex": "MVCC_READ_CONFLICT", "meaning": "r", "unexpected": False,
+                 "components": ["fastfabric_storage"]}]
+    counts, problems = validity.scan_logs(tmp_path, patterns, {})
+    assert counts["mvcc"] == 1 and counts["replay"] == 1
+    assert len(problems) == 1 and "fastfabric_deliver.log" in problems[0]
