@@ -18,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from . import REPO_ROOT
+from . import REPO_ROOT, validity
 from .errors import HarnessError, choose
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
@@ -195,8 +195,14 @@ def load_system(system_id: str, systems_dir: Path | None = None) -> dict:
 
 
 def validate_file(path: Path) -> list[str]:
-    """Errors of one file: a catalogue (``papers/*.yaml``) or a ``systems/*/system.yaml``."""
+    """Errors of one file: a catalogue (``papers/*.yaml``), a ``systems/*/system.yaml`` or ``validity.yaml``."""
     path = Path(path)
+    if path.name == "validity.yaml":
+        try:
+            validity.load_rules(path.parent.name, path.parent.parent)
+        except HarnessError as e:
+            return [str(e)]
+        return []
     doc = load_yaml(path)
     if path.name == "system.yaml":
         return schema_errors(doc, _load_schema(SCHEMAS / "system.json"), path)
@@ -206,5 +212,6 @@ def validate_file(path: Path) -> list[str]:
 def validate_all(root: Path | None = None) -> dict[str, list[str]]:
     """Errors of every catalogue and system file under ``root``, keyed by file."""
     root = root or REPO_ROOT
-    files = sorted((root / "papers").glob("*.yaml")) + sorted((root / "systems").glob("*/system.yaml"))
+    files = sorted((root / "papers").glob("*.yaml")) + sorted((root / "systems").glob("*/system.yaml")) \
+        + sorted((root / "systems").glob("*/validity.yaml"))
     return {_rel(f): validate_file(f) for f in files}

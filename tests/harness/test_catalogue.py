@@ -56,3 +56,15 @@ def test_unknown_experiment_and_scale_list_the_valid_ones(mini):
         scale_of(mini.experiment("bench"), "huge")
     with pytest.raises(HarnessError, match="defines no 'paper' scale; defined scales: local, smoke"):
         scale_of(mini.experiment("bench"), "paper")
+
+
+def test_validate_checks_validity_rules(tmp_path):
+    """`invoke validate` reads systems/*/validity.yaml with the loader the validity check uses."""
+    from harness.catalogue import validate_all
+    system = tmp_path / "systems" / "toy"
+    system.mkdir(parents=True)
+    (system / "validity.yaml").write_text("schema_version: 1\nlog_patterns:\n  - {name: x, regex: '[', meaning: m}\n")
+    errors = next(v for k, v in validate_all(tmp_path).items() if k.endswith("toy/validity.yaml"))
+    assert len(errors) == 1 and "regex does not compile" in errors[0]
+    (system / "validity.yaml").write_text("schema_version: 1\nlog_patterns:\n  - {name: x, regex: 'ok', meaning: m}\n")
+    assert not any(validate_all(tmp_path).values())
