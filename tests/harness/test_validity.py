@@ -162,3 +162,17 @@ def test_patterns_apply_to_the_components_they_name(tmp_path):
     counts, problems = validity.scan_logs(tmp_path, patterns, {})
     assert counts["mvcc"] == 1 and counts["replay"] == 1
     assert len(problems) == 1 and "fastfabric_deliver.log" in problems[0]
+
+
+def test_work_check_falls_back_to_the_components_whole_life(tmp_path):
+    # an end-to-end peer prints no timed section: its life-time CPU (set-up included) must still cover
+    raw = tmp_path / "raw" / "peer0"
+    raw.mkdir(parents=True)
+    (raw / "cpu_fabric_peer.csv").write_text("component,pid,user_s,system_s\nfabric_peer,42,0.05,0.01\n")
+    (raw / "cpu_orderer.csv").write_text("component,pid,user_s,system_s\norderer,43,9.0,1.0\n")
+    work = {"verifies_per_tx": 2, "components": ["fabric_peer"]}
+    rate = {"before_points": {"per_core_verifies_per_s": 20000}}
+    result, problems = validity.work_check(tmp_path, work, rate, owed_txs=2000)
+    assert result["status"] == "failed" and result["cpu_s"] == pytest.approx(0.06)   # the orderer's CPU is not the peer's
+    assert "whole life of fabric_peer" in problems[0]
+    assert validity.work_check(tmp_path, work, rate, owed_txs=None)[0]["status"] == "not measured"
