@@ -35,6 +35,7 @@ def run_mutated_point(tmp_path: Path, build: Path, system: str, **extra) -> tupl
         tmp_path, "committer-bench", REPO_ROOT / "bin", build, system=system,
         transactions=BLOCKS * BLOCK_SIZE, block_size=BLOCK_SIZE, payload_bytes=0, **MUTATIONS, **extra)
     # the run's measured cost of a verification, as harness/reproduce.py records it
+    point_dir.mkdir(parents=True, exist_ok=True)
     write_json(point_dir.parent.parent / "metadata.json",
                {"primitives": {"before_points": validity.measure_primitives(REPO_ROOT / "bin")}})
     run_watched(tmp_path, spec, inventory, variables, point_dir, 600, [])
@@ -103,6 +104,7 @@ def run_reference_point(tmp_path: Path):
         "transactions": BLOCKS * BLOCK_SIZE, "block_size": BLOCK_SIZE, "point_timeout_s": 300, "payload_bytes": 0,
         "seed": 1, "batch_timeout_ms": 2000, "rate_tps": 0, "loadgen_streams": 4, **MUTATIONS})
     point_dir = tmp_path / "run" / "points" / point.id
+    point_dir.mkdir(parents=True, exist_ok=True)
     write_json(point_dir.parent.parent / "metadata.json",
                {"primitives": {"before_points": validity.measure_primitives(REPO_ROOT / "bin")}})
     work = f"test/committer-bench/run/{point.id}"
