@@ -189,8 +189,14 @@ def build_text(run_meta: dict) -> str:
     return text
 
 
+#: A metric measured over one window, and the same quantity over another window shown beside it
+#: (the whole run of pre-made blocks vs the time between committed blocks, which leaves out a pipeline's fill).
+OTHER_WINDOW = {"run_throughput_tps": "throughput_tps"}
+
+
 def _measured_table(experiment: dict, summary: dict, build: str = "") -> tuple[list[str], list[list[str]]]:
     metric = experiment.get("metric")
+    other = OTHER_WINDOW.get(metric)
     labels = {v["id"]: v.get("label", v["id"]) for v in experiment.get("variants") or []}
     published = _published_for(experiment, metric)
     rows, used = [], set()
@@ -200,13 +206,17 @@ def _measured_table(experiment: dict, summary: dict, build: str = "") -> tuple[l
                 and _matches(p.get("params"), g["sweep"])]
         used.update(i for i, _ in pubs)
         pub_text = "; ".join(_published_text(p) for _, p in pubs) or "–"
+        o = g["metrics"].get(other) or {} if other else {}
         rows.append([labels.get(g["variant"], g["variant"]), build or "–", _params_text(g["sweep"]) or "–",
-                     f"{fmt(s.get('mean'))} ± {fmt(s.get('std'))} (n={s.get('n', 0)})", pub_text])
+                     f"{fmt(s.get('mean'))} ± {fmt(s.get('std'))} (n={s.get('n', 0)})", pub_text]
+                    + ([f"{fmt(o.get('mean'))} ± {fmt(o.get('std'))}"] if other else []))
     for i, p in enumerate(published):
         if i not in used:
             rows.append([labels.get(p.get("variant"), str(p.get("variant"))), "–",
-                         _params_text(p.get("params")) or "–", "not measured", _published_text(p)])
-    return ["configuration", "build", "parameters", f"{metric} measured", "published"], rows
+                         _params_text(p.get("params")) or "–", "not measured", _published_text(p)]
+                        + (["–"] if other else []))
+    return (["configuration", "build", "parameters", f"{metric} measured", "published"]
+            + ([f"{other} (other window)"] if other else [])), rows
 
 
 def citation_text(citation) -> str:
