@@ -12,14 +12,19 @@ snapshot, Ansible or a built bin/ is not at hand.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from harness import REPO_ROOT, collect, upstream, validity
+from harness.builds import reference_driver
+from harness.deploy import run_playbook
+from harness.providers.local import LocalProvider
+from harness.runner import role_variables
 from harness.rundir import write_json
 
 from tests.upstream import needs
-from tests.upstream.test_fabric_network import point_setup, run_watched
+from tests.upstream.test_fabric_network import groups_of, point_setup, run_watched
 
 BLOCKS, BLOCK_SIZE = 4, 100
 #: 3 of each mutation in 400 transfers (evenly spaced choices)
@@ -79,7 +84,6 @@ def test_fabric12_peer_benchmark_refuses_exactly_the_corrupted_transfers(tmp_pat
 @pytest.mark.skipif(not (REPO_ROOT / "bin" / "committerbench").is_file() or bool(needs.missing(("ansible-playbook",))),
                     reason="bin/committerbench is not built (invoke build) or Ansible is missing")
 def test_reference_committer_benchmark_refuses_exactly_the_corrupted_transfers(tmp_path):
-    from tests.upstream.test_fabric_network import _driver  # noqa: F401  (same driver tables)
     section, problems, tables = run_reference_point(tmp_path)
     assert_mutations_found(section, problems, tables)
     assert section["counts_from"].startswith("block files"), section["counts_from"]
@@ -87,18 +91,11 @@ def test_reference_committer_benchmark_refuses_exactly_the_corrupted_transfers(t
 
 def run_reference_point(tmp_path: Path):
     """The reference build's committer-bench point with ``MUTATIONS`` (playbooks/committer-bench.yml)."""
-    from harness.builds import driver_spec
-    from harness.deploy import run_playbook
-    from harness.providers.local import LocalProvider
-    from harness.runner import role_variables
-    from types import SimpleNamespace
-
-    spec = driver_spec("committer-bench", "reference", "fabric-1.2")
+    spec = reference_driver("fabric-1.2", "committer-bench")
     layout: dict[str, list[str]] = {}
     for component, role in spec["placement"].items():
         layout.setdefault(role, []).append(component)
     provider = LocalProvider(work_root=tmp_path / "work", bin_dir=REPO_ROOT / "bin")
-    from tests.upstream.test_fabric_network import groups_of
     inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
     point = SimpleNamespace(id="p000", parameters={
         "transactions": BLOCKS * BLOCK_SIZE, "block_size": BLOCK_SIZE, "point_timeout_s": 300, "payload_bytes": 0,
