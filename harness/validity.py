@@ -83,7 +83,7 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS, _seen: tuple = ()) -> d
         raise HarnessError(f"{path}: schema_version {doc.get('schema_version')!r} is not supported "
                            f"(this harness reads {RULES_SCHEMA_VERSION})")
     base = load_rules(doc["extends"], systems_dir, (*_seen, system)) if doc.get("extends") else \
-        {"log_patterns": [], "work": None, "sources": []}
+        {"log_patterns": [], "work": None, "no_ledger": None, "sources": []}
     patterns = {p["name"]: p for p in base["log_patterns"]}
     for i, p in enumerate(doc.get("log_patterns") or []):
         missing = [k for k in ("name", "regex", "meaning") if k not in p]
@@ -95,6 +95,7 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS, _seen: tuple = ()) -> d
             raise HarnessError(f"{path}: log_patterns[{i}] ({p['name']}): regex does not compile: {e}") from None
         patterns[p["name"]] = p
     return {"log_patterns": list(patterns.values()), "work": doc.get("work") or base["work"],
+            "no_ledger": doc.get("no_ledger") or base.get("no_ledger"),
             "sources": [*base["sources"], str(path.relative_to(Path(systems_dir).parent))]}
 
 
@@ -333,7 +334,8 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame],
         codes = tables["block_txs"]
         source = "per-transaction codes the point recorded (block_txs)"
     if codes is None:
-        section["counts_from"] = "driver only: no ledger or per-transaction codes kept"
+        # a system without validation codes says what its counts are (its validity.yaml `no_ledger`)
+        section["counts_from"] = rules["no_ledger"] or "driver only: no ledger or per-transaction codes kept"
     else:
         section["counts_from"] = source
         section["ledger_valid"] = int((codes["validation_code"] == "VALID").sum())

@@ -283,7 +283,7 @@ def test_every_system_has_a_file():
 def test_format(path: Path):
     doc = load(path)
     assert doc.get("schema_version") == 1
-    assert set(doc) <= {"schema_version", "extends", "log_patterns", "work"}, set(doc)
+    assert set(doc) <= {"schema_version", "extends", "log_patterns", "work", "no_ledger"}, set(doc)
     if "extends" in doc:
         assert (SYSTEMS / doc["extends"] / "validity.yaml").is_file(), f"extends {doc['extends']}: no such system"
         assert doc["extends"] != path.parent.name
