@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, validity
+from . import REPO_ROOT, SCHEMA_VERSION, preflight, validity
 from .analyze import analyze_run
 from .catalogue import SCALES, load_paper
 from .errors import HarnessError, Interrupted, choose
@@ -126,6 +126,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
     monitor = None
     try:
         groups = provider.up(hosts, run.path)
+        preflight.check_hosts(provider, hosts)  # ssh/aws: the ports on hosts known only now
         inventory = provider.inventory(run.path / "inventory.yml", groups)
         links = provider.apply_links(network_links(experiment, hosts, point_latency(plan)))
         if point_latency(plan) is not None and links and all(link.get("applied") is False for link in links):
@@ -294,11 +295,13 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             if choice.fallback_reason:
                 print(f"{experiment['id']}: reference build (upstream not available: {choice.fallback_reason})",
                       file=stream)
+            # ports, tools, build, disk: in seconds, before anything is built, deployed or stored
+            preflight.check(provider_, choice, plan, source, results, systems_dir)
             prepare(choice, _variant_systems(plan), source, log=lambda line: print(line, file=stream),
                     systems_dir=systems_dir)
             require_binaries(choice.binaries(), provider_.bin_dir)  # after prepare: variants may add drivers
         except HarnessError as e:
-            if len(experiments) == 1:
+            if len(experiments) == 1 or isinstance(e, preflight.PreflightError):
                 raise
             skipped[experiment["id"]] = str(e)
             print(f"skip {experiment['id']}: {e}", file=stream)
