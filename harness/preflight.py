@@ -39,6 +39,7 @@ from pathlib import Path
 import yaml
 
 from . import REPO_ROOT
+from .builds import Choice
 from .deploy import PLAYBOOKS
 from .errors import HarnessError
 
@@ -363,7 +364,11 @@ def problems(provider, choice, plan, source: str = "auto", results: Path | None 
     layout = choice.layout()
     name = provider.name
     hosts = host_ports_of(name, layout)
-    found = layout_port_problems(hosts)
+    found = []
+    # two components needing one port on one host: within one driver (the variants' drivers run one at a time)
+    for spec in [*choice.drivers.values(), *choice.variant_drivers.values()]:
+        one = Choice(choice.kind, {"_": spec}).layout()
+        found += [p for p in layout_port_problems(host_ports_of(name, one)) if p not in found]
     if name == "local":
         found += local_port_problems(hosts["localhost"])
     found += tool_problems(name, layout, delayed_links(plan))
