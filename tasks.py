@@ -9,6 +9,30 @@ from harness.tools import ensure_go_bin_on_path
 
 ensure_go_bin_on_path()
 
+#: This file's tasks (a bare word after a task name that is one of these starts the next task).
+TASKS = ("setup", "build", "test", "reproduce", "report", "runs", "validate", "regress")
+
+
+def _given_positionally(task_name: str, argv: list[str] | None = None) -> bool:
+    """Whether the command line gives ``task_name`` a bare value right after its name (``invoke validate FILE``).
+
+    invoke makes an argument either a flag or positional, and a positional one
+    is required and eats the next word, ``--help`` included (``invoke reproduce
+    --help`` used to fail so). Arguments that can be given both ways
+    (``--paper P`` or ``P``, ``--file F`` or ``F``) are made positional only
+    where the command line has such a value.
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    names = {task_name, task_name.replace("_", "-")}
+    for i, word in enumerate(argv):
+        if word in names:
+            return i + 1 < len(argv) and not argv[i + 1].startswith("-") and argv[i + 1] not in TASKS
+    return False
+
+
+def _positional(task_name: str, name: str) -> list[str]:
+    return [name] if _given_positionally(task_name) else []
+
 
 def _guard(fn, *args, **kwargs):
     """Call ``fn``; turn harness errors into a clear message and a non-zero exit."""
@@ -51,8 +75,8 @@ def test(c):
         raise Exit(code=1)
 
 
-@task(iterable=["set", "variant"], help={
-    "paper": "paper id (a file papers/<paper>.yaml)",
+@task(iterable=["set", "variant"], positional=_positional("reproduce", "paper"), help={
+    "paper": "paper id (a file papers/<paper>.yaml); not needed with --resume (the run names it)",
     "experiment": "one experiment of the paper (default: all)",
     "scale": "smoke | local | paper",
     "provider": "where to run: auto (default: local, or netns for an experiment whose links need delays), local, "
@@ -74,13 +98,18 @@ def test(c):
              "or auto (default: upstream where it can run, else reference, saying why)",
     "source": "where upstream code comes from: auto (../shared/upstream snapshot if present, else git), snapshot, git",
 })
-def reproduce(c, paper, experiment=None, scale="smoke", provider="auto", repeat=None, resume=None, set=None,
+def reproduce(c, paper=None, experiment=None, scale="smoke", provider="auto", repeat=None, resume=None, set=None,
               inventory=None, remote_work_root=None, preflight=True, clock_sync=True, ami_id=None,
               operator_cidr=None, region=None, key_file=None, instance_type=None, build="auto", source="auto",
               variant=None):
     """Run a paper's experiments and render its report."""
     from harness.config import parse_assignments, parse_value
     from harness.reproduce import reproduce as run
+    if not paper and resume:
+        from harness.rundir import Run
+        paper = _guard(Run.open, resume).metadata["paper"]  # the run names its paper
+    if not paper:
+        raise Exit("error: give the paper (--paper " + "|".join(_papers()) + "), or --resume RUN_DIR", code=1)
     options = {}
     if provider in ("ssh", "aws"):
         options = {"preflight": preflight, "require_clock_sync": clock_sync}
@@ -104,11 +133,24 @@ def reproduce(c, paper, experiment=None, scale="smoke", provider="auto", repeat=
                                          for r in unfinished), code=1)
 
 
-@task(help={"paper": "paper id"})
-def report(c, paper):
+def _papers() -> list[str]:
+    from harness.catalogue import list_papers
+    return list_papers()
+
+
+def _known_paper(paper: str) -> None:
+    """Exit non-zero naming the known papers unless ``paper`` is one."""
+    if paper not in _papers():
+        raise Exit(f"error: unknown paper {paper!r}; valid papers: {', '.join(_papers())}", code=1)
+
+
+@task(positional=_positional("report", "paper"), help={"paper": "paper id"})
+def report(c, paper=None):
     """Re-render a paper's report from its stored runs (no re-run)."""
     from harness.reproduce import REPORTS, RESULTS
     from harness.report import render_paper
+    if not paper:
+        raise Exit("error: give the paper (--paper " + "|".join(_papers()) + ")", code=1)
     out = _guard(render_paper, paper, results=RESULTS, reports=REPORTS)
     print(f"report: {out / 'report.md'} and {out / 'report.html'}")
 
@@ -118,6 +160,8 @@ def runs(c, paper=None):
     """List stored runs with their status."""
     from harness.reproduce import RESULTS
     from harness.rundir import list_runs
+    if paper:
+        _known_paper(paper)
     rows = list_runs(RESULTS, paper)
     if not rows:
         print("no stored runs")
@@ -126,7 +170,9 @@ def runs(c, paper=None):
               f"{r['path']}" + (f"  ({r['reason']})" if r.get("reason") else ""))
 
 
-@task(help={"file": "a papers/*.yaml or systems/*/system.yaml file (default: all of them)"})
+@task(positional=_positional("validate", "file"),
+      help={"file": "a papers/*.yaml or systems/*/system.yaml file (default: all of them); "
+                    "also `invoke validate FILE`"})
 def validate(c, file=None):
     """Check catalogue and system files against their schemas."""
     from harness.catalogue import validate_all, validate_file

@@ -39,6 +39,8 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
 
     Only the measured window counts: an end-to-end point's blocks before the
     ``first_block`` of its ``measured.json`` (loadgen's setup) are left out.
+    A point whose final status is not ``complete`` gets empty ``metrics``: what
+    its tables allow is in ``partial_metrics``, with ``partial: true``.
     """
     tables = load_measured(point_dir)
     metrics = {k: _clean(v) for k, v in sorted(compute_all(tables).items())}
@@ -55,6 +57,11 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
     lag = metrics.get("loadgen_max_lag_ms")
     if point["parameters"].get("rate_tps") and lag is not None and limit is not None and lag > limit:
         valid, invalid_reason = False, f"load generator lagged {lag} ms behind its schedule (limit {limit} ms)"
+    # A point that did not complete carries no measurement: what its tables allow is kept apart, flagged partial.
+    extra = {k: v for k, v in (extra or {}).items() if k not in ("partial", "partial_metrics")}
+    partial = {} if status == "complete" else {"partial": True, "partial_metrics": metrics}
+    if partial:
+        metrics = {}
     summary = {
         "schema_version": SCHEMA_VERSION,
         "point": point["id"],
@@ -66,7 +73,8 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
         "valid": valid,
         "invalid_reason": invalid_reason,
         "metrics": metrics,
-        **(extra or {}),
+        **extra,
+        **partial,
         "validity": validity_section,
     }
     write_json(Path(point_dir) / "summary.json", summary)

@@ -275,8 +275,9 @@ def tool_problems(provider_name: str, layout: dict[str, list[str]], delayed_link
     problems = []
     for tool, by in needs.items():
         if not shutil.which(tool):
-            how = INSTALLED_BY.get(tool, "invoke setup")
-            problems.append(f"{tool} not found on PATH (needed by {', '.join(sorted(set(by)))}; `{how}` installs it)")
+            how, _, note = INSTALLED_BY.get(tool, "invoke setup").partition(" (")
+            problems.append(f"{tool} not found on PATH (needed by {', '.join(sorted(set(by)))}; `{how}` installs it"
+                            + (f", {note}" if note else ")"))
     if provider_name == "netns":
         from .providers import netns
         if not os.access(netns.SSHD, os.X_OK):

@@ -148,6 +148,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
         failed = 0
         for point in todo:
             progress.start(point.id)
+            run.keep_attempt(point.id)  # an earlier attempt's files go to points/<point>/attempts/<n>/
             started_ns = time.time_ns()
             upstream_build = build.builds.get(point.variant)
             if "network_latency_ms" in point.parameters and links:

@@ -2,7 +2,7 @@
 
     results/<paper>/<experiment>/<run-id>/      run-id = <UTC time>-<git short sha>[-dirty]
         metadata.json  experiment.yaml  resolved.yaml
-        points/<point>/...  summary.json  figures/  report.md
+        points/<point>/...  points/<point>/attempts/<n>/...  summary.json  figures/  report.md
     results/<paper>/<experiment>/latest -> <run-id>
 
 A run directory is never overwritten. ``metadata.json`` is written when the run
@@ -31,6 +31,8 @@ from . import REPO_ROOT, SCHEMA_VERSION
 from .errors import HarnessError, Interrupted
 
 STATUSES = ("running", "complete", "failed", "interrupted")
+#: ``points/<point>/attempts/<n>/``: what each earlier attempt of a resumed or retried point left.
+ATTEMPTS = "attempts"
 
 
 def write_json(path: Path, doc) -> None:
@@ -235,6 +237,26 @@ class Run:
         path = self.path / "points" / point_id
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def keep_attempt(self, point_id: str) -> Path | None:
+        """Move what an earlier attempt of a point left (summary, logs, raw files, tables, metrics) to
+        ``points/<point>/attempts/<n>/`` (n = 1, 2, ... in order) before the point runs again; returns it.
+
+        None when the point has not run before. A resumed or retried point so
+        never overwrites the attempt it replaces.
+        """
+        path = self.path / "points" / point_id
+        left = [p for p in path.iterdir() if p.name != ATTEMPTS] if path.is_dir() else []
+        if not left:
+            return None
+        attempts = path / ATTEMPTS
+        attempts.mkdir(exist_ok=True)
+        n = 1 + max((int(p.name) for p in attempts.iterdir() if p.name.isdigit()), default=0)
+        dest = attempts / str(n)
+        dest.mkdir()
+        for p in left:
+            os.replace(p, dest / p.name)
+        return dest
 
     @contextlib.contextmanager
     def lifecycle(self):

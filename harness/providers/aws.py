@@ -177,6 +177,15 @@ class AwsProvider(SshProvider):
         self._check_tools_and_inputs()
 
     def _check_tools_and_inputs(self) -> dict:
+        # the flags first: a missing --ami-id is named as such, whatever else is missing
+        if not self.ami_id:
+            raise HarnessError("--provider aws needs an AMI id (Ubuntu 18.04 LTS in the region)",
+                               hint="pass --ami-id ami-... (see infra/terraform/README.md: the image is an input "
+                                    "so that a run records exactly which one it used)")
+        if not self.operator_cidr:
+            raise HarnessError("--provider aws needs your address as a CIDR: the security group admits SSH and "
+                               "node-exporter scrapes from it only",
+                               hint="pass --operator-cidr <your public IP>/32")
         self._terraform = find_terraform()
         if not self._terraform:
             raise HarnessError("terraform not found (needed by --provider aws to create the instances)",
@@ -188,14 +197,6 @@ class AwsProvider(SshProvider):
                                "~/.aws/credentials); nothing was created",
                                hint="run `aws configure`, or export AWS_PROFILE=<profile>, or export "
                                     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
-        if not self.ami_id:
-            raise HarnessError("--provider aws needs an AMI id (Ubuntu 18.04 LTS in the region)",
-                               hint="pass --ami-id ami-... (see infra/terraform/README.md: the image is an input "
-                                    "so that a run records exactly which one it used)")
-        if not self.operator_cidr:
-            raise HarnessError("--provider aws needs your address as a CIDR: the security group admits SSH and "
-                               "node-exporter scrapes from it only",
-                               hint="pass --operator-cidr <your public IP>/32")
         try:
             cidr = str(ipaddress.ip_network(self.operator_cidr, strict=False))
         except ValueError:
