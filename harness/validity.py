@@ -152,7 +152,9 @@ def ledger_codes(point_dir: Path, blockfile_bin: Path) -> tuple[pd.DataFrame | N
 
     A ledger whose blocks carry no filter (an orderer's) is left out. Where
     several peers' ledgers were kept, every one is decoded and they must
-    agree; the first is returned.
+    agree on the transactions they share; the one holding the most
+    transactions is returned (e.g. FastFabric's storage server over its
+    endorser, which stores only the blocks before its first endorsement).
     """
     found = []
     for key, files in ledger_files(point_dir).items():
@@ -161,6 +163,7 @@ def ledger_codes(point_dir: Path, blockfile_bin: Path) -> tuple[pd.DataFrame | N
             found.append((key, df))
     if not found:
         return None, None
+    found.sort(key=lambda kd: -len(kd[1]))
     key, codes = found[0]
     for other, df in found[1:]:
         merged = codes.merge(df, on=["block_number", "tx_index"], suffixes=("", "_other"))

@@ -176,3 +176,19 @@ def test_work_check_falls_back_to_the_components_whole_life(tmp_path):
     assert result["status"] == "failed" and result["cpu_s"] == pytest.approx(0.06)   # the orderer's CPU is not the peer's
     assert "whole life of fabric_peer" in problems[0]
     assert validity.work_check(tmp_path, work, rate, owed_txs=None)[0]["status"] == "not measured"
+
+
+def test_the_ledger_holding_most_transactions_is_the_evidence(tmp_path, monkeypatch):
+    # FastFabric Table I: the endorser keeps blocks 0-2 only, the storage server every block
+    for name in ("fastfabric_storage", "fastfabric_storage_endorser", "fastfabric_endorser"):
+        d = tmp_path / "raw" / "localhost" / "blocks" / name / "test"
+        d.mkdir(parents=True)
+        (d / "blockfile_000000").write_text("")
+    full, short = LEDGER, LEDGER[LEDGER["block_number"] == 5]
+    decoded = {"fastfabric_storage": full, "fastfabric_storage_endorser": short, "fastfabric_endorser": short}
+    monkeypatch.setattr(validity, "decode_ledger", lambda files, _bin: decoded[files[0].parent.parent.name])
+    codes, source = validity.ledger_codes(tmp_path, tmp_path / "blockfile")
+    assert source == "block files of localhost/fastfabric_storage/test" and len(codes) == len(LEDGER)
+    decoded["fastfabric_endorser"] = short.assign(validation_code="VALID")   # disagrees on block 5 tx 1
+    with pytest.raises(HarnessError, match="disagree on block 5 tx 1"):
+        validity.ledger_codes(tmp_path, tmp_path / "blockfile")
