@@ -72,7 +72,7 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS, _seen: tuple = ()) -> d
         raise HarnessError(f"systems/{system}/validity.yaml: 'extends' loops through {' -> '.join(_seen)}")
     path = Path(systems_dir) / system / "validity.yaml"
     if not path.is_file():
-        return {"log_patterns": [], "work": None, "sources": []}
+        return {"log_patterns": [], "work": None, "no_ledger": None, "sources": []}
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as e:

@@ -102,9 +102,6 @@ def test_a_resumed_point_keeps_the_failed_attempt(root, tmp_path, monkeypatch):
     """The fixture spine on the TEST DOUBLE of bin/: both points fail, then a resume completes them;
     each point keeps its failed attempt (summary with partial numbers, logs) under attempts/1/."""
     from harness.reproduce import reproduce
-    rules = validity.load_rules
-    # a system without validity.yaml (the fixture's) gets no `no_ledger` from load_rules at this commit
-    monkeypatch.setattr(validity, "load_rules", lambda *a, **k: {"no_ledger": None, **rules(*a, **k)})
     monkeypatch.setattr("harness.plan.REPO_ROOT", root)
 
     def go(**kw):

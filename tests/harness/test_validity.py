@@ -192,3 +192,7 @@ def test_the_ledger_holding_most_transactions_is_the_evidence(tmp_path, monkeypa
     decoded["fastfabric_endorser"] = short.assign(validation_code="VALID")   # disagrees on block 5 tx 1
     with pytest.raises(HarnessError, match="disagree on block 5 tx 1"):
         validity.ledger_codes(tmp_path, tmp_path / "blockfile")
+
+
+def test_a_system_without_rules_gets_every_key(tmp_path):
+    assert validity.load_rules("none", tmp_path) == {"log_patterns": [], "work": None, "no_ledger": None, "sources": []}
