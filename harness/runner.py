@@ -98,9 +98,12 @@ def role_variables(point: Point) -> dict:
                if "block_pipeline_goroutines" in point.parameters else {}),
             **({"fastfabric_peerbench_tx_threads": int(point.parameters["tx_validation_goroutines"])}
                if "tx_validation_goroutines" in point.parameters else {}),
-            # Mutation tests (docs/validity.md): the pre-made-block drivers corrupt these shares of the transfers.
+            # Mutation tests (docs/validity.md): the pre-made-block drivers corrupt these shares of the transfers;
+            # the load generator forges the endorsement of the first share of its transfers.
             **{f"committerbench_{name}": float(point.parameters[name]) for name in MUTATIONS
                if name in point.parameters},
+            "loadgen_forge_endorsement": round(float(point.parameters.get("corrupt_endorsement_fraction", 0))
+                                               * transactions),
             # FastFabric's orderer experiment (Fig. 4): the payload every envelope is padded to.
             **({"fastfabric_broadcast_payload_bytes": int(float(point.parameters["payload_kb"]) * 1024)}
                if "payload_kb" in point.parameters else {}),

@@ -117,3 +117,36 @@ def run_reference_point(tmp_path: Path):
     tables = collect.load_point(point_dir)
     section, problems = validity.check_point(point_dir, {"system": "fabric-1.2", "parameters": MUTATIONS}, tables)
     return section, problems, tables
+
+
+FORGED = 10
+
+
+@pytest.mark.skipif(bool(needs.missing(("ansible-playbook", "go", "ss"), "validation-opt", "Fabric v1.1.0")),
+                    reason=needs.missing(("ansible-playbook", "go", "ss"), "validation-opt", "Fabric v1.1.0") or "")
+def test_fabric11_peer_refuses_exactly_the_forged_endorsements(tmp_path):
+    """validation-opt's network (Fabric v1.1.0 peer, LevelDB): the load generator forges the endorsement of
+    the first 10 of 200 smallbank operations; the ledger must mark exactly those ENDORSEMENT_POLICY_FAILURE."""
+    switches = {"state_db": "leveldb"}
+    build = upstream.build("validation-opt", "snapshot", switches=switches).path
+    parameters = {"corrupt_endorsement_fraction": FORGED / 200}
+    spec, inventory, variables, point_dir = point_setup(
+        tmp_path, "validation-breakdown", REPO_ROOT / "bin", build, system="validation-opt", switches=switches,
+        transactions=200, block_size=50, payload_bytes=0, batch_timeout_ms=1000, **parameters)
+    assert variables["loadgen_forge_endorsement"] == FORGED
+    point_dir.mkdir(parents=True, exist_ok=True)
+    write_json(point_dir.parent.parent / "metadata.json",
+               {"primitives": {"before_points": validity.measure_primitives(REPO_ROOT / "bin")}})
+    run_watched(tmp_path, spec, inventory, variables, point_dir, 900, [])
+    collect.convert_point(point_dir)
+    tables = collect.load_point(point_dir)
+    section, problems = validity.check_point(point_dir, {"system": "validation-opt", "parameters": parameters}, tables)
+    assert problems == [], problems
+    assert section["counts_from"].startswith("block files"), section["counts_from"]
+    assert section["ledger_invalid"] == {"ENDORSEMENT_POLICY_FAILURE": FORGED}, section["ledger_invalid"]
+    # exactly the transactions the load generator says it forged (its stderr: "forged <txid>")
+    forged = {line.split()[1] for log in point_dir.glob("logs/*/loadgen*.log")
+              for line in log.read_text().splitlines() if line.startswith("forged ")}
+    ledger = validity.ledger_codes(point_dir, REPO_ROOT / "bin" / "blockfile")[0]
+    refused = set(ledger.loc[ledger["validation_code"] == "ENDORSEMENT_POLICY_FAILURE", "tx_id"])
+    assert len(forged) == FORGED and refused == forged
