@@ -40,6 +40,16 @@ def fmt(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
+def mean_sd_text(stats: dict, with_n: bool = True) -> str:
+    """``mean ± sd (n=N)``; one repetition has no spread to show, so ``mean (n=1, no spread)``."""
+    n = stats.get("n") or 0
+    if stats.get("mean") is None:
+        return f"– (n={n})" if with_n else "–"
+    if n == 1 or stats.get("std") is None:
+        return f"{fmt(stats['mean'])} (n={n}, no spread)" if n == 1 else f"{fmt(stats['mean'])} (n={n})"
+    return f"{fmt(stats['mean'])} ± {fmt(stats.get('std'))}" + (f" (n={n})" if with_n else "")
+
+
 def _params_text(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
 
@@ -75,13 +85,14 @@ def draw_figure(experiment: dict, summary: dict | None, build: str = "") -> byte
     with plt.rc_context(FIGURE_RC):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if x == "variant":
-            _draw_bars(ax, variants, labels, groups, levels, metric, build)
+            plotted = _draw_bars(ax, variants, labels, groups, levels, metric, build)
         else:
-            _draw_lines(ax, x, variants, labels, groups, levels, metric, build, axes.get("series"))
+            plotted = _draw_lines(ax, x, variants, labels, groups, levels, metric, build, axes.get("series"))
             if axes.get("x_scale") == "log":
                 ax.set_xscale("log")
+        log_y = _log_y(ax, plotted)
         ax.set_xlabel(axes.get("x_label") or x)
-        ax.set_ylabel(axes.get("y_label") or f"{metric} ({unit})")
+        ax.set_ylabel((axes.get("y_label") or f"{metric} ({unit})") + (", log scale" if log_y else ""))
         # wrapped: a long title would run past the figure's edge
         ax.set_title(textwrap.fill(f"{experiment.get('ref', experiment['id'])}: {experiment['title']}", 72),
                      fontsize=10)
@@ -90,9 +101,25 @@ def draw_figure(experiment: dict, summary: dict | None, build: str = "") -> byte
         return png_bytes(fig)
 
 
+#: Largest / smallest plotted value above which a figure's y axis is logarithmic (the measured
+#: 296 tx/s would be a sliver beside the published 19,112 on a linear axis).
+LOG_Y_RATIO = 20
+
+
+def _log_y(ax, values) -> bool:
+    """Make the y axis logarithmic when the positive plotted values span more than ``LOG_Y_RATIO``."""
+    positive = [v for v in values if v is not None and v > 0]
+    if len(positive) < 2 or max(positive) / min(positive) <= LOG_Y_RATIO:
+        return False
+    ax.set_yscale("log")
+    ax.set_ylim(min(positive) / 3, max(positive) * 3)  # every bar a visible height, room for its label
+    return True
+
+
 def _draw_bars(ax, variants, labels, groups, published, metric, build=""):
-    """One bar per configuration (measured mean ± sd) and a hollow diamond per published value."""
-    ticks, names = [], []
+    """One bar per configuration (measured mean ± sd, its value written on it) and a hollow diamond per
+    published value. Returns the plotted values (for the choice of a log axis)."""
+    ticks, names, plotted = [], [], []
     measured_label, published_label = f"measured, {build} build (mean ± sd)" if build else "measured (mean ± sd)", \
         "published"
     for i, vid in enumerate(variants):
@@ -100,14 +127,19 @@ def _draw_bars(ax, variants, labels, groups, published, metric, build=""):
         if stats.get("mean") is not None:
             ax.bar(i, stats["mean"], yerr=stats["std"] or None, width=0.5, color="C0", alpha=0.8,
                    capsize=4, label=measured_label)
+            ax.annotate(fmt(stats["mean"]), (i, stats["mean"]), xytext=(0, 2), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=8, color="C0")
+            plotted.append(stats["mean"])
             measured_label = None
         for p in (p for p in published if p.get("variant") == vid):
             ax.errorbar(i + 0.3, p["value"], yerr=p.get("uncertainty"), fmt="D", mfc="none", color="black",
                         capsize=3, label=published_label)
+            plotted.append(p["value"])
             published_label = None
         ticks.append(i)
         names.append(labels[vid])
     ax.set_xticks(ticks, names, rotation=15 if len(names) > 3 else 0)
+    return plotted
 
 
 def _draw_lines(ax, x, variants, labels, groups, published, metric, build="", series=()):
@@ -117,7 +149,7 @@ def _draw_lines(ax, x, variants, labels, groups, published, metric, build="", se
     variant and node count), so points of different configurations are never joined.
     """
     extra = [k for k in ([series] if isinstance(series, str) else series or []) if k != "variant"]
-    line = 0
+    line, plotted = 0, []
     for vid in variants:
         mine = [g for g in groups if g["variant"] == vid and x in g["sweep"]]
         for key in sorted({tuple(g["sweep"].get(k) for k in extra) for g in mine}, key=str) or [()]:
@@ -130,6 +162,7 @@ def _draw_lines(ax, x, variants, labels, groups, published, metric, build="", se
                 ax.errorbar([r[0] for r in rows], [r[1]["mean"] for r in rows], yerr=[r[1]["std"] for r in rows],
                             marker="o", color=f"C{line}", capsize=3,
                             label=f"{name} (measured{', ' + build + ' build' if build else ''})")
+                plotted += [r[1]["mean"] for r in rows]
             # a published value stated for a range of x ({min, max}: BFT-SMaRt's "1 to 2 receivers") has no one place
             pub = sorted((((p.get("params") or {}).get(x), p) for p in published if p.get("variant") == vid
                           and isinstance((p.get("params") or {}).get(x), (int, float))
@@ -139,7 +172,9 @@ def _draw_lines(ax, x, variants, labels, groups, published, metric, build="", se
                 ax.errorbar([r[0] for r in pub], [r[1]["value"] for r in pub],
                             yerr=[r[1].get("uncertainty") or 0 for r in pub], fmt="D", mfc="none",
                             color=f"C{line}", capsize=3, label=f"{name} (published)")
+                plotted += [r[1]["value"] for r in pub]
             line += 1
+    return plotted
 
 
 def caption(run_meta: dict, summary: dict, resolved: dict) -> str:
@@ -208,8 +243,8 @@ def _measured_table(experiment: dict, summary: dict, build: str = "") -> tuple[l
         pub_text = "; ".join(_published_text(p) for _, p in pubs) or "–"
         o = g["metrics"].get(other) or {} if other else {}
         rows.append([labels.get(g["variant"], g["variant"]), build or "–", _params_text(g["sweep"]) or "–",
-                     f"{fmt(s.get('mean'))} ± {fmt(s.get('std'))} (n={s.get('n', 0)})", pub_text]
-                    + ([f"{fmt(o.get('mean'))} ± {fmt(o.get('std'))}"] if other else []))
+                     mean_sd_text(s), pub_text]
+                    + ([mean_sd_text(o, with_n=o.get("n") == 1)] if other else []))
     for i, p in enumerate(published):
         if i not in used:
             rows.append([labels.get(p.get("variant"), str(p.get("variant"))), "–",
@@ -237,13 +272,28 @@ def _published_text(p: dict) -> str:
     return f"{prefix}{bound}{fmt(p['value'])}{unc}{unit}{suffix} ({citation_text(p.get('citation'))})"
 
 
+def _reason_text(claim: dict) -> str:
+    """The verdict's reason without the ``comparable on`` text analyze appends (it has its own column)."""
+    reason = claim.get("reason") or ""
+    caveat = claim.get("comparable_on")
+    return reason.replace(f"; comparable on: {caveat}", "") if caveat else reason
+
+
 def _claims_rows(claims: list[dict], experiment_id: str | None = None) -> list[list[str]]:
     return [([experiment_id] if experiment_id else []) +
             [c.get("statement") or c["id"], f"{c['compare']} {fmt(c['expected'])}", fmt(c.get("measured")),
-             f"**{c['verdict']}**", c.get("reason") or ""] for c in claims]
+             f"**{c['verdict']}**", _reason_text(c), c.get("comparable_on") or "–"] for c in claims]
 
 
-CLAIM_HEADERS = ["claim", "expected", "measured", "verdict", "reason"]
+#: ``caveat``: the claim's ``comparable_on`` (what a comparison with the paper needs), beside any verdict.
+CLAIM_HEADERS = ["claim", "expected", "measured", "verdict", "reason", "caveat (comparable on)"]
+
+
+def with_caveats(claims: list[dict], experiment: dict) -> list[dict]:
+    """The verdicts with each claim's ``comparable_on`` from the catalogue (analyze keeps it for
+    "not comparable" verdicts only, inside the reason)."""
+    caveats = {c["id"]: c.get("comparable_on") for c in experiment.get("claims") or [] if c.get("id")}
+    return [{**c, "comparable_on": c.get("comparable_on") or caveats.get(c.get("id"))} for c in claims]
 
 
 #: Per-host resource figures drawn per run (the table covers every point; the data is in each point's metrics/).
@@ -251,38 +301,72 @@ MAX_RESOURCE_FIGURES = 4
 
 
 def _links_text(run_meta: dict) -> str:
+    """The run's links in one sentence per distinct shaping and outcome (a reason shared by 30 links is said once)."""
     links = (run_meta.get("cluster") or {}).get("links") or []
     if not links:
         return "Links: not shaped (the experiment sets no network delay or bandwidth)."
-    parts = []
+    groups: dict[tuple[str, str], list[str]] = {}
     for l in links:
         shape = ", ".join(x for x in (f"+{l['delay_ms']} ms each way" if l.get("delay_ms") else "",
                                       f"{l['rate_mbit']} Mbit/s" if l.get("rate_mbit") else "") if x)
-        how = (" via " + " and ".join(m for m in (l.get("delay_method"), l.get("rate_method")) if m)
-               if l.get("applied", True) else f" not applied: {l.get('reason')}")
-        parts.append(f"{l['from']}→{l['to']}" + (f" {shape}" if shape else "") + how)  # 0 ms: no shape
+        how = ("via " + " and ".join(m for m in (l.get("delay_method"), l.get("rate_method")) if m)
+               if l.get("applied", True) else f"not applied: {l.get('reason')}")
+        groups.setdefault((shape, how), []).append(f"{l['from']}→{l['to']}")
+    parts = []
+    for (shape, how), pairs in groups.items():
+        if len(pairs) > 3:
+            ends = sorted({e for p in pairs for e in p.split("→")})
+            which = f"{len(pairs)} links among {', '.join(ends)}"
+        else:
+            which = ", ".join(pairs)
+        parts.append(which + (f" {shape}" if shape else "") + (f" {how}" if how != "via " else ""))  # 0 ms: no shape
     return "Links: " + "; ".join(parts) + "."
 
 
 def _point_delays(run) -> str:
-    """The delay each point set on the links (``points/<point>/links.json``, a list; Fujitsu Fig. 5), if any."""
-    delays = {}
+    """The delay each point set on the links (``points/<point>/links.json``, a list; Fujitsu Fig. 5), if any,
+    one entry per distinct delay with the number of points that set it."""
+    delays: dict[str, list[str]] = {}
     for path in sorted((run.path / "points").glob("*/links.json")):
         values = {link.get("delay_ms") for link in json.loads(path.read_text())
                   if link.get("proxies") or link.get("delay_method") or link.get("delay_ms")}
         if values:
-            delays[path.parent.name] = ", ".join(f"{v or 0:g}" for v in sorted(values, key=lambda v: v or 0))
+            delays.setdefault(", ".join(f"{v or 0:g}" for v in sorted(values, key=lambda v: v or 0)),
+                              []).append(path.parent.name)
     if not delays:
         return ""
     return (" Each point sets its own delay on these links (the run's metadata keeps the first point's): "
-            + "; ".join(f"{p} +{d} ms" for p, d in delays.items()) + ".")
+            + "; ".join(f"+{d} ms on {len(ps)} point(s) ({', '.join(ps)})" if len(ps) > 1 else f"{ps[0]} +{d} ms"
+                        for d, ps in delays.items()) + ".")
+
+
+def measured_window(point_dir: Path) -> tuple[int, int] | None:
+    """The UTC-ns window of a point's measured blocks: first block received to last block committed
+    (``blocks.parquet``, from ``measured.json``'s ``first_block`` on where the point has one), or None."""
+    import pandas as pd
+
+    blocks = point_dir / "blocks.parquet"
+    if not blocks.is_file():
+        return None
+    df = pd.read_parquet(blocks)
+    measured = point_dir / "measured.json"
+    if measured.is_file() and "block_number" in df:
+        first = json.loads(measured.read_text()).get("first_block")
+        if first is not None:
+            df = df[df["block_number"] >= first]
+    start = [c for c in ("received_ns", "committed_ns") if c in df]
+    if not len(df) or not start:
+        return None
+    times = df[start].where(df[start] > 0)
+    lo, hi = times.min().min(), times.max().max()
+    if pd.isna(lo) or pd.isna(hi) or hi <= lo:
+        return None
+    return int(lo), int(hi)
 
 
 def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     """Per-host CPU, memory, network and disk of each point (node-exporter via the run's Prometheus)."""
-    import pandas as pd
-
-    from .resources import plot_resources
+    from .resources import plot_resources, read_resources, summarize
     from .rundir import read_json
 
     rows, figures, measured = [], [], 0
@@ -292,6 +376,14 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
             continue
         measured += 1
         doc = read_json(rjson)
+        parquet = point_dir / "metrics" / "resources.parquet"
+        df = read_resources(parquet) if parquet.is_file() else None
+        if df is not None and len(df):
+            # from the samples, one per host, metric and time (resources.json of older runs counted
+            # a stale second memory series); the roles and devices stay the JSON's
+            fresh = summarize(df, doc.get("start_ns", 0), doc.get("end_ns", 0))["hosts"]
+            doc = {**doc, "hosts": {h: {**v, **doc["hosts"].get(h, {}), "metrics": v["metrics"]}
+                                    for h, v in fresh.items()}}
         for host, h in sorted(doc["hosts"].items()):
             m = h.get("metrics", {})
 
@@ -303,12 +395,14 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
                          f"{stat('net_rx_bytes_per_s', scale=1e-6, digits=2)} / {stat('net_rx_bytes_per_s', 'max', 1e-6, 2)}",
                          f"{stat('net_tx_bytes_per_s', scale=1e-6, digits=2)} / {stat('net_tx_bytes_per_s', 'max', 1e-6, 2)}",
                          stat("mem_used_bytes", "max", 1e-9, 2), stat("disk_write_bytes_per_s", scale=1e-6, digits=2)])
-        parquet = point_dir / "metrics" / "resources.parquet"
-        if len(figures) < MAX_RESOURCE_FIGURES and parquet.is_file():
-            df = pd.read_parquet(parquet)
-            if len(df):
-                figures.append(("img", f"{figure_prefix}-{point_dir.name}-resources.png", plot_resources(df, None),
-                                f"Per-host resources of point {point_dir.name}, one line per host."))
+        if len(figures) < MAX_RESOURCE_FIGURES and df is not None and len(df):
+            window = measured_window(point_dir)
+            figures.append(("img", f"{figure_prefix}-{point_dir.name}-resources.png",
+                            plot_resources(df, None, window_ns=window),
+                            f"Per-host resources of point {point_dir.name}, one line per host"
+                            + ("; shaded: the measured window (first measured block received to last committed)."
+                               if window else "; the measured window is not recorded for this point "
+                                              "(no blocks.parquet with block times): not shaded.")))
     if not rows:
         return []
     provider = run.metadata.get("provider")
@@ -374,6 +468,28 @@ EXTRA_FIGURES = {"phase-breakdown": phase_figures.report_blocks, "bftsmart-bound
                  "nodes-like-one": fujitsu_figures.judge_nodes, "latency-advantage": fujitsu_figures.judge_latency}
 
 
+def conditions_blocks(experiment: dict, resolved: dict, deviations: bool = True) -> list[tuple]:
+    """Under the figure: the experiment's fixed parameters (the run's values) and the catalogue's
+    ``deviations`` that apply at the run's scale (what, and why)."""
+    scale = resolved.get("scale")
+    fixed = (experiment.get("parameters") or {}).get("fixed") or {}
+    run_params = resolved.get("parameters") or {}
+
+    def value(k):  # the value the run resolved (a --set may change it), else the catalogue's
+        v = run_params.get(k)
+        return v.get("value") if isinstance(v, dict) and "value" in v else fixed[k]
+
+    text = []
+    if fixed:
+        text.append("Fixed parameters of this experiment: " + ", ".join(f"{k}={value(k)}" for k in sorted(fixed)) + ".")
+    devs = [d for d in experiment.get("deviations") or [] if scale in (d.get("scales") or [])] if deviations else []
+    if devs:
+        text.append(f"How this run differs from the paper (scale {scale}): "
+                    + " ".join(f"{i}. {d['what']} (why: {d['why']})." if len(devs) > 1 else f"{d['what']} (why: {d['why']})."
+                               for i, d in enumerate(devs, 1)))
+    return [("p", " ".join(text))] if text else []
+
+
 def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tuple], list[dict]]:
     """The report blocks (figures inline as PNG bytes) of one experiment with a stored run, and its claim verdicts."""
     summary = analyze_run(run)
@@ -391,6 +507,8 @@ def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tup
     else:
         blocks.append(("p", f"No measured data to draw. {cap}"))
     extra = (stored.get("axes") or {}).get("figure")
+    # the phase-breakdown hook (validation-opt) renders the deviations itself, as a table
+    blocks += conditions_blocks(stored, resolved, deviations=extra != "phase-breakdown")
     if extra:
         if extra not in EXTRA_FIGURES:
             raise ValueError(f"{stored['id']}: axes.figure {extra!r} is not one of {sorted(EXTRA_FIGURES)}")
@@ -401,11 +519,25 @@ def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tup
     headers, rows = _measured_table(stored, summary, kind)
     if rows:
         blocks.append(("table", headers, rows))
-    if summary["claims"]:
-        blocks.append(("table", CLAIM_HEADERS, _claims_rows(summary["claims"])))
+    claims = with_caveats(summary["claims"], stored)
+    if claims:
+        blocks.append(("table", CLAIM_HEADERS, _claims_rows(claims)))
     blocks += validity_blocks(run)
     blocks += resource_blocks(run, figure_name.removesuffix(".png"))
-    return blocks, summary["claims"]
+    return blocks, claims
+
+
+def _claims_once(blocks: list[tuple], experiment_id: str) -> list[tuple]:
+    """A section of the paper's report: its claims table is the paper's Claims table at the top, so
+    the section points there instead of repeating it (a run's own report.md keeps its table)."""
+    out = []
+    for b in blocks:
+        if b[0] == "table" and list(b[1]) == CLAIM_HEADERS:
+            out.append(("p", f"Verdicts of this experiment's {len(b[2])} claim(s): rows `{experiment_id}` of the "
+                             "Claims table at the top."))
+        else:
+            out.append(b)
+    return out
 
 
 def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path | None = None) -> Path:
@@ -426,7 +558,7 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
             continue
         figure = f"figures/{experiment['id']}.png"
         blocks, claims = experiment_blocks(experiment, run, figure)
-        body += blocks
+        body += _claims_once(blocks, experiment["id"])
         all_claims += [[experiment["id"]] + r for r in _claims_rows(claims)]
         for _, name, png, _caption in (b for b in blocks if b[0] == "img"):
             (out / name).write_bytes(png)

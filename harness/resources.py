@@ -211,7 +211,10 @@ class ResourceMonitor:
             time.sleep(wait)
         rows = []
         for t in self.targets:
-            sel = f'host="{t.host}"'
+            # the instance too: a resumed run restarts Prometheus on the same TSDB, where the previous
+            # exporter's series (another port, same host label) still answer an instant selector for
+            # 5 minutes with its last value (mem_used_bytes then came back twice per timestamp)
+            sel = f'host="{t.host}",instance="{t.address}:{t.port}"'
             for metric, q in QUERIES.items():
                 dev = f'device="{t.device}"' if t.device else 'device!="lo"'
                 for series in self.query_range(q.format(sel=sel, dev=dev, w=RATE_WINDOW),
@@ -222,10 +225,10 @@ class ResourceMonitor:
                             rows.append((int(round(float(ts) * 1e3)) * 1_000_000, t.host, ",".join(t.roles), metric, v))
         df = pd.DataFrame(rows, columns=["time_ns", "host", "role", "metric", "value"])
         df = df.astype({"time_ns": "int64", "host": "string", "role": "string", "metric": "string", "value": "float64"})
-        df = df.sort_values(["host", "metric", "time_ns"], kind="stable").reset_index(drop=True)
+        df = dedupe(df.sort_values(["host", "metric", "time_ns"], kind="stable").reset_index(drop=True))
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        df.to_parquet(out_dir / "resources.parquet", index=False)
+        write_resources(df, out_dir / "resources.parquet")
         (out_dir / "resources.json").write_text(json.dumps(summarize(df, start_ns, end_ns, self.targets),
                                                            indent=1, sort_keys=True) + "\n")
         return df
@@ -253,6 +256,62 @@ class ResourceMonitor:
         self.stop()
 
 
+def write_resources(df, path: Path) -> None:
+    """Write resources.parquet with the schema version and table name in its metadata (as collect.write_table)."""
+    from .collect import write_table
+
+    write_table(df, Path(path), "resources")
+
+
+def read_resources(path: Path):
+    """Read a point's resources.parquet: one value per host, metric and timestamp.
+
+    Files written before the schema version was stored (no metadata) are read too; a version this
+    harness does not know is rejected. Duplicates of older files are removed (``dedupe``).
+    """
+    import pyarrow.parquet as pq
+
+    from .collect import META_VERSION
+
+    version = ((pq.read_schema(path).metadata or {}).get(META_VERSION) or b"").decode()
+    if version and version != str(RESOURCES_SCHEMA_VERSION):
+        raise HarnessError(f"{path}: schema_version {version!r} is not supported "
+                           f"(this harness reads {RESOURCES_SCHEMA_VERSION})")
+    return dedupe(pq.read_table(path).to_pandas())
+
+
+def dedupe(df):
+    """One value per host, metric and timestamp.
+
+    Runs resumed before the instance was part of the selector stored a second, stale series per host
+    for instant metrics (``mem_used_bytes``): the previous exporter's last value, the same at every
+    timestamp. Where a timestamp holds several values, a value repeated at every such timestamp is
+    that stale series and is dropped; whatever still repeats keeps its first row (the order of the
+    series Prometheus returned).
+    """
+    import pandas as pd
+
+    if not len(df):
+        return df
+    keys = ["host", "metric", "time_ns"]
+    dup = df.duplicated(keys, keep=False)
+    if not dup.any():
+        return df
+    drop = []
+    for _, g in df[dup].groupby(["host", "metric"], sort=False):
+        stamps = g["time_ns"].nunique()
+        for value, rows in g.groupby("value", sort=False):
+            if rows["time_ns"].nunique() == stamps and stamps > 1:
+                drop += list(rows.index)
+    out = df.drop(index=drop)
+    # a timestamp left with nothing (the stale value equalled the live one) keeps its first original row
+    lost = df[dup & ~df.set_index(keys).index.isin(out.set_index(keys).index)]
+    if len(lost):
+        out = pd.concat([out, lost.drop_duplicates(keys)])
+    return out.drop_duplicates(keys, keep="first").sort_values(["host", "metric", "time_ns"], kind="stable") \
+        .reset_index(drop=True)
+
+
 def summarize(df, start_ns: int, end_ns: int, targets: list[HostTarget] | None = None) -> dict:
     """Mean and max of every metric per host, with the schema version and the window."""
     hosts: dict = {}
@@ -267,11 +326,20 @@ def summarize(df, start_ns: int, end_ns: int, targets: list[HostTarget] | None =
             "queries": dict(QUERIES), "hosts": hosts}
 
 
+#: How each metric is drawn: axis label in human units and the factor from the stored unit.
+DISPLAY = {"cpu_util_ratio": ("CPU %", 100.0), "mem_used_bytes": ("memory used (GB)", 1e-9),
+           "net_rx_bytes_per_s": ("net rx (MB/s)", 1e-6), "net_tx_bytes_per_s": ("net tx (MB/s)", 1e-6),
+           "disk_write_bytes_per_s": ("disk write (MB/s)", 1e-6)}
+
+
 def plot_resources(df, path: Path | None, metrics: tuple[str, ...] = ("cpu_util_ratio", "net_rx_bytes_per_s",
-                                                              "net_tx_bytes_per_s", "mem_used_bytes")) -> Path:
+                                                              "net_tx_bytes_per_s", "mem_used_bytes"),
+                   window_ns: tuple[int, int] | None = None) -> Path:
     """One panel per metric, one line per host; a deterministic PNG for the report.
 
-    Written to ``path`` (returned), or returned as PNG bytes when ``path`` is None.
+    Axes in human units (``DISPLAY``: CPU %, MB/s, GB), no offset notation. ``window_ns`` (UTC ns),
+    the point's measured window, is shaded on every panel. Written to ``path`` (returned), or returned
+    as PNG bytes when ``path`` is None.
     """
     from .figure_png import png_bytes  # matplotlib only when a report is drawn
     import matplotlib.pyplot as plt
@@ -280,12 +348,17 @@ def plot_resources(df, path: Path | None, metrics: tuple[str, ...] = ("cpu_util_
     fig, axes = plt.subplots(len(present), 1, figsize=(7, 2.2 * max(1, len(present))), sharex=True, squeeze=False)
     t0 = int(df["time_ns"].min()) if len(df) else 0
     for ax, m in zip(axes[:, 0], present):
+        label, factor = DISPLAY.get(m, (m, 1.0))
         sub = df[df["metric"] == m]
         for host, g in sub.groupby("host", sort=True):
-            ax.plot((g["time_ns"] - t0) / 1e9, g["value"], label=str(host), linewidth=1)
-        ax.set_ylabel(m, fontsize=8)
+            ax.plot((g["time_ns"] - t0) / 1e9, g["value"] * factor, label=str(host), linewidth=1)
+        if window_ns:
+            ax.axvspan((window_ns[0] - t0) / 1e9, (window_ns[1] - t0) / 1e9, color="0.85", zorder=0,
+                       label="measured window" if ax is axes[0, 0] else None)
+        ax.set_ylabel(label, fontsize=8)
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
         ax.grid(True, linewidth=0.3)
-    axes[-1, 0].set_xlabel("time since start (s)")
+    axes[-1, 0].set_xlabel("time since start of the point's samples (s)")
     if len(df):
         axes[0, 0].legend(fontsize=7, ncol=4, loc="upper right")
     png = png_bytes(fig)
