@@ -127,7 +127,9 @@ def _draw_bars(ax, variants, labels, groups, published, metric, build=""):
         if stats.get("mean") is not None:
             ax.bar(i, stats["mean"], yerr=stats["std"] or None, width=0.5, color="C0", alpha=0.8,
                    capsize=4, label=measured_label)
-            ax.annotate(fmt(stats["mean"]), (i, stats["mean"]), xytext=(0, 2), textcoords="offset points",
+            # above the error bar's cap, so that the two do not overlap
+            ax.annotate(fmt(stats["mean"]), (i, stats["mean"] + (stats.get("std") or 0)), xytext=(0, 2),
+                        textcoords="offset points",
                         ha="center", va="bottom", fontsize=8, color="C0")
             plotted.append(stats["mean"])
             measured_label = None
@@ -138,7 +140,9 @@ def _draw_bars(ax, variants, labels, groups, published, metric, build=""):
             published_label = None
         ticks.append(i)
         names.append(labels[vid])
-    ax.set_xticks(ticks, names, rotation=15 if len(names) > 3 else 0)
+    # wrapped: a long label (Opt P-II's) ran into its neighbours
+    ax.set_xticks(ticks, [textwrap.fill(n, 20) for n in names], rotation=15 if len(names) > 3 else 0)
+    ax.margins(y=0.12)  # room above the tallest bar for its value
     return plotted
 
 
@@ -185,8 +189,10 @@ def caption(run_meta: dict, summary: dict, resolved: dict) -> str:
     return (f"Build: {build_text(run_meta)}; provider: {run_meta.get('provider')}; "
             f"{host.get('cores')} cores ({host.get('cpu_model')}); scale: {run_meta.get('scale')}; "
             f"run {run_meta['run_id']} ({run_meta['status']}), {pts['complete']} of {pts['total']} points "
-            f"complete, {resolved.get('repetitions')} repetition(s) per configuration. Measured values: mean ± "
-            f"standard deviation over repetitions; hollow diamonds: published values."
+            f"complete, {resolved.get('repetitions')} repetition(s) per configuration. "
+            + ("Measured values: one repetition each, so no spread (no error bars); "
+               if resolved.get("repetitions") == 1 else "Measured values: mean ± standard deviation over repetitions; ")
+            + "hollow diamonds: published values."
             + "".join(f" {n}" for n in notes))
 
 
@@ -507,15 +513,17 @@ def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tup
     else:
         blocks.append(("p", f"No measured data to draw. {cap}"))
     extra = (stored.get("axes") or {}).get("figure")
-    # the phase-breakdown hook (validation-opt) renders the deviations itself, as a table
-    blocks += conditions_blocks(stored, resolved, deviations=extra != "phase-breakdown")
+    hooked = []
     if extra:
         if extra not in EXTRA_FIGURES:
             raise ValueError(f"{stored['id']}: axes.figure {extra!r} is not one of {sorted(EXTRA_FIGURES)}")
         hook = EXTRA_FIGURES[extra]
         # a hook that reads other runs of the store (the BFT-SMaRt bound model) is also given this run
         more = {"run": run} if "run" in inspect.signature(hook).parameters else {}
-        blocks += hook(stored, summary, figure_name.removesuffix(".png"), kind, **more)
+        hooked = hook(stored, summary, figure_name.removesuffix(".png"), kind, **more)
+    # the phase-breakdown hook (validation-opt) may render the deviations itself, as a table: then not twice
+    own_table = any(b[0] == "table" and list(b[1]) == ["deviation", "why"] for b in hooked)
+    blocks += conditions_blocks(stored, resolved, deviations=not own_table) + hooked
     headers, rows = _measured_table(stored, summary, kind)
     if rows:
         blocks.append(("table", headers, rows))

@@ -209,6 +209,9 @@ def test_one_repetition_is_not_shown_as_plus_minus_zero():
     assert rows[0][3] == "7,434 (n=1, no spread)"
     _, rows = R._measured_table(exp, {"groups": _groups([("a", 7434.0)], n=3)})
     assert rows[0][3] == "7,434 ± 10 (n=3)"
+    meta = {"run_id": "r", "status": "complete", "provider": "local", "scale": "smoke"}
+    text = R.caption(meta, {"points": {"complete": 1, "total": 1}}, {"repetitions": 1})
+    assert "no spread" in text and "mean ± standard deviation" not in text
 
 
 # 7. every experiment's deviations at the run's scale, and its fixed parameters
