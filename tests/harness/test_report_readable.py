@@ -240,3 +240,25 @@ def test_comparable_on_is_shown_beside_a_reproduced_verdict_and_not_twice():
     caveat = R.CLAIM_HEADERS.index("caveat (comparable on)")
     assert rows[0][caveat] == "ratio measured in the same run" and rows[0][3] == "**reproduced**"
     assert rows[1][caveat] == "the paper's hardware" and rows[1][4] == "needs hardware"
+
+
+def _fake_run(tmp_path, experiment):
+    (tmp_path / "points").mkdir(exist_ok=True)
+    docs = {"experiment": {"experiment": experiment}, "resolved": {"scale": "local", "repetitions": 3}}
+    return SimpleNamespace(path=tmp_path, stored=lambda key: docs[key],
+                           metadata={"status": "complete", "run_id": "r", "provider": "local", "scale": "local"})
+
+
+@pytest.mark.parametrize("hook_tables_them", [False, True])
+def test_an_experiments_section_shows_its_deviations_once(tmp_path, monkeypatch, hook_tables_them):
+    exp = {"id": "e", "title": "E", "metric": METRIC, "variants": [], "parameters": {"fixed": {"loadgen_streams": 50}},
+           "deviations": [{"scales": ["local"], "what": "all roles on one machine", "why": "2 cores"}]}
+    if hook_tables_them:
+        exp["axes"] = {"figure": "phase-breakdown"}
+        monkeypatch.setitem(R.EXTRA_FIGURES, "phase-breakdown", lambda *a, **k: [
+            ("table", ["deviation", "why"], [["all roles on one machine", "2 cores"]])])
+    monkeypatch.setattr(R, "analyze_run", lambda run: {"groups": [], "claims": [],
+                                                       "points": {"complete": 0, "total": 0}})
+    blocks, _ = R.experiment_blocks(exp, _fake_run(tmp_path, exp), "figures/e.png")
+    md = R.to_markdown(blocks)
+    assert md.count("all roles on one machine") == 1 and "loadgen_streams=50" in md
