@@ -34,20 +34,29 @@ EXPECTED = {"bad_creator": 3, "bad_endorsement": 3, "stale_read": 3}
 pytestmark = [pytest.mark.network]
 
 
+def record_primitives(point_dir: Path) -> None:
+    """The run's measured cost of a verification, as harness/reproduce.py records it in metadata.json."""
+    point_dir.mkdir(parents=True, exist_ok=True)
+    write_json(point_dir.parent.parent / "metadata.json",
+               {"primitives": {"before_points": validity.measure_primitives(REPO_ROOT / "bin")}})
+
+
+def checked(point_dir: Path, system: str, parameters: dict) -> tuple[dict, list[str], dict]:
+    """Collect a point's raw files as harness/runner.py does; its validity section, problems and tables."""
+    collect.convert_point(point_dir)
+    tables = collect.load_point(point_dir)
+    section, problems = validity.check_point(point_dir, {"system": system, "parameters": parameters}, tables)
+    return section, problems, tables
+
+
 def run_mutated_point(tmp_path: Path, build: Path, system: str, **extra) -> tuple[dict, list[str], dict]:
     """Run one committer-bench point of ``system`` with ``MUTATIONS``; its validity section, problems, tables."""
     spec, inventory, variables, point_dir = point_setup(
         tmp_path, "committer-bench", REPO_ROOT / "bin", build, system=system,
         transactions=BLOCKS * BLOCK_SIZE, block_size=BLOCK_SIZE, payload_bytes=0, **MUTATIONS, **extra)
-    # the run's measured cost of a verification, as harness/reproduce.py records it
-    point_dir.mkdir(parents=True, exist_ok=True)
-    write_json(point_dir.parent.parent / "metadata.json",
-               {"primitives": {"before_points": validity.measure_primitives(REPO_ROOT / "bin")}})
+    record_primitives(point_dir)
     run_watched(tmp_path, spec, inventory, variables, point_dir, 600, [])
-    collect.convert_point(point_dir)
-    tables = collect.load_point(point_dir)
-    section, problems = validity.check_point(point_dir, {"system": system, "parameters": MUTATIONS}, tables)
-    return section, problems, tables
+    return checked(point_dir, system, MUTATIONS)
 
 
 def assert_mutations_found(section: dict, problems: list[str], tables: dict):
@@ -101,9 +110,7 @@ def run_reference_point(tmp_path: Path):
         "transactions": BLOCKS * BLOCK_SIZE, "block_size": BLOCK_SIZE, "point_timeout_s": 300, "payload_bytes": 0,
         "seed": 1, "batch_timeout_ms": 2000, "rate_tps": 0, "loadgen_streams": 4, **MUTATIONS})
     point_dir = tmp_path / "run" / "points" / point.id
-    point_dir.mkdir(parents=True, exist_ok=True)
-    write_json(point_dir.parent.parent / "metadata.json",
-               {"primitives": {"before_points": validity.measure_primitives(REPO_ROOT / "bin")}})
+    record_primitives(point_dir)
     work = f"test/committer-bench/run/{point.id}"
     variables = {"fabricrepro_point": point.id, "fabricrepro_point_path": work, "fabricrepro_point_dir": str(point_dir),
                  "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
@@ -113,10 +120,7 @@ def run_reference_point(tmp_path: Path):
         run_playbook(spec["playbook"], inventory, variables, point_dir / "logs" / "ansible-run.log", timeout=300)
     finally:
         run_playbook("teardown.yml", inventory, variables, point_dir / "logs" / "ansible-teardown.log", timeout=120)
-    collect.convert_point(point_dir)
-    tables = collect.load_point(point_dir)
-    section, problems = validity.check_point(point_dir, {"system": "fabric-1.2", "parameters": MUTATIONS}, tables)
-    return section, problems, tables
+    return checked(point_dir, "fabric-1.2", MUTATIONS)
 
 
 FORGED = 10
@@ -134,13 +138,9 @@ def test_fabric11_peer_refuses_exactly_the_forged_endorsements(tmp_path):
         tmp_path, "validation-breakdown", REPO_ROOT / "bin", build, system="validation-opt", switches=switches,
         transactions=200, block_size=50, payload_bytes=0, batch_timeout_ms=1000, **parameters)
     assert variables["loadgen_forge_endorsement"] == FORGED
-    point_dir.mkdir(parents=True, exist_ok=True)
-    write_json(point_dir.parent.parent / "metadata.json",
-               {"primitives": {"before_points": validity.measure_primitives(REPO_ROOT / "bin")}})
+    record_primitives(point_dir)
     run_watched(tmp_path, spec, inventory, variables, point_dir, 900, [])
-    collect.convert_point(point_dir)
-    tables = collect.load_point(point_dir)
-    section, problems = validity.check_point(point_dir, {"system": "validation-opt", "parameters": parameters}, tables)
+    section, problems, _ = checked(point_dir, "validation-opt", parameters)
     assert problems == [], problems
     assert section["counts_from"].startswith("block files"), section["counts_from"]
     assert section["ledger_invalid"] == {"ENDORSEMENT_POLICY_FAILURE": FORGED}, section["ledger_invalid"]
