@@ -20,7 +20,7 @@ from pathlib import Path
 from . import SCHEMA_VERSION, validity
 from .collect import load_measured, load_point
 from .errors import HarnessError
-from .metrics import METRICS, compute_all
+from .metrics import all_metrics, compute_all
 from .rundir import Run, latest_complete_run, read_json, write_json
 
 VERDICTS = ("reproduced", "not reproduced", "not comparable")
@@ -274,7 +274,7 @@ def evaluate_claim(claim: dict, experiment: dict, groups: list[dict], context: d
     if claim["compare"] == "qualitative":
         return verdict("not comparable", "a qualitative statement: judge it from the figure")
     sides = [claim.get(s) or {} for s in ("numerator", "denominator")] if claim["compare"] == "ratio" else [claim]
-    missing = sorted({s.get("metric") or metric for s in sides} - set(METRICS))
+    missing = sorted({s.get("metric") or metric for s in sides} - set(all_metrics()))
     if missing:
         return verdict("not comparable", f"metric {missing[0]!r} is not computed by the harness yet")
     if claim.get("expected") is None or not tolerance:

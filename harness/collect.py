@@ -10,7 +10,9 @@ units in every column name and the schema version in the parquet metadata:
     txs.csv         (load generator)                       -> txs.parquet
     block_txs.csv   (block watcher; FastFabric's peer bench)   -> block_txs.parquet
     mutations.csv   (drivers corrupting transactions on purpose) -> mutations.parquet
-    cc_messages.csv (Fabric v0.6.1 peer and chaincode)     -> cc_messages.parquet
+
+and each system's own (its plugin's ``tables``: CSVs of its programs, or
+tables parsed from their logs).
 
 Each table gains a ``host`` column; rows of several hosts are concatenated.
 The tables keep every block; an end-to-end point also has ``measured.json``
@@ -28,45 +30,56 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import SCHEMA_VERSION, bftsmart_logs, fastfabric_logs
+from . import SCHEMA_VERSION, systems
 from .errors import HarnessError
+from .systems import Table
 
-_BLOCK_TIMES = ["received_ns", "validated_ns", "committed_ns", "vscc_ns", "mvcc_ns",
-                "block_commit_ns", "state_commit_ns", "history_commit_ns"]
+_BLOCK_TIMES = ("received_ns", "validated_ns", "committed_ns", "vscc_ns", "mvcc_ns",
+                "block_commit_ns", "state_commit_ns", "history_commit_ns")
 
-#: For each table: the CSV columns in order (as docs/interfaces.md fixes them)
-#: and their renames to carry units.
-TABLES = {
-    "blocks": {"columns": ["block_number", "tx_count", "valid_count", "bytes"] + _BLOCK_TIMES,
-               "rename": {"bytes": "size_bytes"}},
-    "deliveries": {"columns": ["block_number", "arrival_ns", "tx_count", "valid_count", "bytes"],
-                   "rename": {"bytes": "size_bytes"}},
-    "txs": {"columns": ["tx_id", "scheduled_ns", "submitted_ns", "acked_ns", "status"], "rename": {}},
+#: The core's tables: what the shared roles (peer, committer benchmark, block watcher, load generator) write,
+#: with the CSV columns in order (as docs/interfaces.md fixes them) and their renames to carry units.
+#: Each system adds its own (``Plugin.tables``, harness/systems.py).
+CORE_TABLES = (
+    Table("blocks", ("block_number", "tx_count", "valid_count", "bytes") + _BLOCK_TIMES, {"bytes": "size_bytes"}),
+    Table("deliveries", ("block_number", "arrival_ns", "tx_count", "valid_count", "bytes"), {"bytes": "size_bytes"}),
+    Table("txs", ("tx_id", "scheduled_ns", "submitted_ns", "acked_ns", "status"), strings=frozenset({"tx_id", "status"})),
     # block watcher --txs-out: each delivered transaction's ID and validation code
-    "block_txs": {"columns": ["block_number", "tx_index", "tx_id", "validation_code"], "rename": {}},
-    # the validation-opt peer's phase log (systems/validation-opt/patches/0003; metrics: harness/phase_metrics.py)
-    "phases": {"columns": ["block_number", "tx_count", "valid_count", "received_ns", "committed_ns", "vscc_ns",
-                           "statedb_read_ns", "mvcc_ns", "ledger_write_ns", "statedb_write_ns", "history_write_ns",
-                           "others_ns", "vsc_statedb_read_ns", "ledger_statedb_write_ns"], "rename": {}},
+    Table("block_txs", ("block_number", "tx_index", "tx_id", "validation_code"),
+          strings=frozenset({"tx_id", "validation_code"})),
     # transactions a driver corrupted on purpose (mutation tests; harness/validity.py)
-    "mutations": {"columns": ["block_number", "tx_index", "tx_id", "mutation"], "rename": {}},
-    # Fabric v0.6.1's peer<->chaincode messages (systems/fujitsu-api/patches/0003; harness/chaincode_timing.py)
-    "cc_messages": {"columns": ["side", "event", "type", "tx_id", "unix_ns"], "rename": {}},
-}
-_STRINGS = {"tx_id", "status", "validation_code", "side", "event", "type", "mutation"}
+    Table("mutations", ("block_number", "tx_index", "tx_id", "mutation"), strings=frozenset({"tx_id", "mutation"})),
+)
 META_VERSION = b"fabricrepro.schema_version"
 META_TABLE = b"fabricrepro.table"
 
 
+def tables() -> dict[str, Table]:
+    """Every table a point can have, by name: the core's and every system's."""
+    out = {t.name: t for t in CORE_TABLES}
+    for name, table in systems.tables().items():
+        if name in out and table.parse is None:
+            raise HarnessError(f"table {name!r} of a system's plugin redefines one of the core's tables")
+        out.setdefault(name, table)
+    return out
+
+
+def _parsers(name: str) -> list:
+    """The systems' parsers of table ``name`` from their programs' logs. A system may parse one of the
+    core's tables (FastFabric's second deliver client's ``deliveries``): its rows join the CSVs'."""
+    table = systems.tables().get(name)
+    return [table.parse] if table is not None and table.parse is not None else []
+
+
 def read_csv(path: Path, table: str) -> pd.DataFrame:
     """Read one raw CSV of ``table``, checking its header against the contract."""
-    spec = TABLES[table]
-    df = pd.read_csv(path, dtype={c: ("string" if c in _STRINGS else "int64") for c in spec["columns"]},
+    spec = tables()[table]
+    df = pd.read_csv(path, dtype={c: ("string" if c in spec.strings else "int64") for c in spec.columns},
                      keep_default_na=False)
-    if list(df.columns) != spec["columns"]:
-        raise HarnessError(f"{path}: header {list(df.columns)} differs from the contract {spec['columns']} "
+    if tuple(df.columns) != spec.columns:
+        raise HarnessError(f"{path}: header {list(df.columns)} differs from the contract {list(spec.columns)} "
                            "(docs/interfaces.md)")
-    return df.rename(columns=spec["rename"])
+    return df.rename(columns=spec.rename)
 
 
 def write_table(df: pd.DataFrame, path: Path, table: str) -> None:
@@ -94,33 +107,25 @@ def convert_point(point_dir: Path) -> list[str]:
     """
     point_dir = Path(point_dir)
     written = []
-    for table in TABLES:
+    for table in tables().values():
         frames = []
-        for csv in sorted(point_dir.glob(f"raw/*/{table}.csv")):
+        for csv in sorted(point_dir.glob(f"raw/*/{table.name}.csv")) if table.columns else []:
             if csv.stat().st_size == 0:
                 continue  # its writer was stopped before the header: nothing was recorded
-            df = read_csv(csv, table)
+            df = read_csv(csv, table.name)
             df.insert(0, "host", csv.parent.name)
             frames.append(df)
+        frames += [df for parse in _parsers(table.name) if (df := parse(point_dir)) is not None]
         if frames:
-            write_table(pd.concat(frames, ignore_index=True), point_dir / f"{table}.parquet", table)
-            written.append(table)
-    # Tables parsed from programs' own logs (the BFT-SMaRt ordering service's, harness/bftsmart_logs.py).
-    # Fig. 3's deliveries from FastFabric's second deliver client (harness/fastfabric_logs.py).
-    for table, df in {**bftsmart_logs.point_tables(point_dir), **fastfabric_logs.point_tables(point_dir)}.items():
-        write_table(df, point_dir / f"{table}.parquet", table)
-        written.append(table)
+            write_table(pd.concat(frames, ignore_index=True), point_dir / f"{table.name}.parquet", table.name)
+            written.append(table.name)
     return written
 
 
 def load_point(point_dir: Path) -> dict[str, pd.DataFrame]:
     """Every stored table of a point, by name."""
-    return {t: read_table(Path(point_dir) / f"{t}.parquet") for t in [*TABLES, *bftsmart_logs.LOG_TABLES]
+    return {t: read_table(Path(point_dir) / f"{t}.parquet") for t in tables()
             if (Path(point_dir) / f"{t}.parquet").exists()}
-
-
-#: Tables with a ``block_number`` column, cut to the measured window.
-BLOCK_TABLES = ("blocks", "deliveries", "block_txs", "phases", "mutations")
 
 
 def measured_window(point_dir: Path) -> dict | None:
@@ -141,13 +146,13 @@ def load_measured(point_dir: Path) -> dict[str, pd.DataFrame]:
     Without ``measured.json`` (the committer benchmark, whose blocks are all
     measured) the tables are returned whole.
     """
-    tables = load_point(point_dir)
+    point = load_point(point_dir)
     window = measured_window(point_dir)
     if window is None:
-        return tables
+        return point
     first = int(window["first_block"])
-    for name in BLOCK_TABLES:
-        if name in tables:
-            df = tables[name]
-            tables[name] = df[df["block_number"] >= first].reset_index(drop=True)
-    return tables
+    for name, table in tables().items():
+        if table.per_block and name in point:
+            df = point[name]
+            point[name] = df[df["block_number"] >= first].reset_index(drop=True)
+    return point

@@ -11,7 +11,7 @@ model, cores) and scale; the table says when they are not.
 from __future__ import annotations
 
 from .analyze import analyze_run
-from .metrics import METRICS, PHASES
+from .metrics import PHASES, all_metrics
 from .rundir import Run, latest_complete_run
 
 #: Metrics compared, in the order shown.
@@ -47,7 +47,7 @@ def compare(reference: Run, upstream: Run, variant: str) -> dict:
         if r.get("mean") is None and u.get("mean") is None:
             continue
         ratio = r["mean"] / u["mean"] if r.get("mean") is not None and u.get("mean") else None
-        rows.append({"metric": metric, "unit": METRICS[metric].unit, "reference": r.get("mean"),
+        rows.append({"metric": metric, "unit": all_metrics()[metric].unit, "reference": r.get("mean"),
                      "reference_n": r.get("n", 0), "upstream": u.get("mean"), "upstream_n": u.get("n", 0),
                      "ratio": ratio})
     return {"variant": variant, "reference_run": reference.path.name, "upstream_run": upstream.path.name,

@@ -12,8 +12,8 @@ Raw tables (see docs/results-format.md):
 
 Blocks without transactions (the genesis and other config blocks) are left out
 of every block metric. Only valid transactions count as throughput. ``METRICS``
-names each metric with its unit; ``analyze`` computes every metric whose tables
-a point has.
+names each metric of the core with its unit, each system's plugin adds its own
+(``all_metrics``); ``analyze`` computes every metric whose tables a point has.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import pandas as pd
+
+from . import systems
 
 NS_PER_S = 1e9
 NS_PER_MS = 1e6
@@ -204,49 +206,22 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
       for phase in PHASES),
 )}
 
-# The validation-phase paper's metrics over the peer's phase log (table ``phases``).
-from .phase_metrics import PHASE_METRICS  # noqa: E402
-METRICS.update({spec[0]: Metric(*spec) for spec in PHASE_METRICS})
-# Fig. 2 of the Fujitsu paper over the peer<->chaincode message times (table ``cc_messages``).
-from .chaincode_timing import CHAINCODE_METRICS  # noqa: E402
-METRICS.update({spec[0]: Metric(*spec) for spec in CHAINCODE_METRICS})
+
+def all_metrics() -> dict[str, Metric]:
+    """The core's ``METRICS`` and every system's (``harness.systems``), by key: the name, or
+    ``name@first table`` where a system measures a metric the core also has from its own tables
+    (BFT-SMaRt's orderer throughput from its logs); ``compute_all`` reports either by its name."""
+    out = dict(METRICS)
+    for m in systems.metrics():
+        out[m.name if m.name not in out else f"{m.name}@{m.tables[0]}"] = m
+    return out
 
 
 def compute_all(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
-    """Every metric of ``METRICS`` whose tables are present and non-empty, by name."""
+    """Every metric of ``all_metrics()`` whose tables are present and non-empty, by name."""
     out = {}
-    for m in METRICS.values():
+    for m in all_metrics().values():
         if all(t in tables and len(tables[t]) for t in m.tables):
             out[m.name] = m.compute(*(tables[t] for t in m.tables),
                                     **{t: tables[t] for t in m.optional if t in tables and len(tables[t])})
     return out
-
-# The BFT-SMaRt ordering service's metrics over its programs' logs (tables of
-# harness/bftsmart_logs.py). A name the load generator's tables already give
-# (orderer_throughput_tps) is keyed apart; compute_all reports it by its name.
-from .bftsmart_logs import frontend_latency as _bft_frontend_latency  # noqa: E402
-from .bftsmart_logs import rate as _bft_rate  # noqa: E402
-
-for _m in (
-    Metric("orderer_throughput_tps", "tx/s", ("bft_throughput",), lambda bft_throughput: _bft_rate(bft_throughput, "envelopes"),
-           "envelopes ordered per second at node 0, the leader (its throughput log; seed 004 line 147)"),
-    Metric("blocks_per_s", "blocks/s", ("bft_throughput",), lambda bft_throughput: _bft_rate(bft_throughput, "blocks"),
-           "blocks made and signed per second at node 0, the leader (its throughput log)"),
-    Metric("signatures_per_s", "signatures/s", ("bft_signatures",),
-           lambda bft_signatures: float(bft_signatures["per_s"].median()),
-           "median of TestSignatures' per-interval ECDSA signature rates"),
-    Metric("signed_envelopes_per_s", "envelopes/s", ("bft_signatures",),
-           lambda bft_signatures: float(bft_signatures["per_s"].median() * bft_signatures["block_size"].iloc[0]),
-           "signing capacity TP_sign x block size (Eq. 1): the median signature rate times TestSignatures' block size"),
-    *(Metric(f"envelope_latency_p{q}_ms", "ms", ("bft_latency",),
-             (lambda bft_latency, q=q: percentile(bft_latency["latency_ms"], q)),
-             f"{q}th percentile of WorkloadClient's envelope latency (submission to the block's arrival)")
-      for q in (50, 90, 99)),
-    *(Metric(f"frontend_latency_p{q}_ms", "ms", ("bft_frontend_latency",),
-             (lambda bft_frontend_latency, q=q: _bft_frontend_latency(bft_frontend_latency, f"p{q}_ms")),
-             f"TestNodes' {q}th percentile latency (submission to the block at that frontend), "
-             "mean over its reports, then over frontends (Fig. 7; per region: table bft_frontend_latency)")
-      for q in (50, 90, 95)),
-):
-    METRICS[_m.name if _m.name not in METRICS else f"{_m.name}@{_m.tables[0]}"] = _m
-del _m

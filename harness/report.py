@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import html
-import inspect
 import json
 import re
 import textwrap
@@ -24,10 +23,10 @@ from .figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's A
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import bftsmart_model, fidelity, fujitsu_figures, phase_figures  # noqa: E402
+from . import fidelity, systems  # noqa: E402
 from .analyze import analyze_run  # noqa: E402
 from .catalogue import load_paper  # noqa: E402
-from .metrics import METRICS  # noqa: E402
+from .metrics import all_metrics  # noqa: E402
 from .rundir import latest_run  # noqa: E402
 
 
@@ -81,7 +80,7 @@ def draw_figure(experiment: dict, summary: dict | None, build: str = "") -> byte
     x = axes.get("x") or "variant"
     variants = [v["id"] for v in experiment.get("variants") or []]
     labels = {v["id"]: v.get("label", v["id"]) for v in experiment.get("variants") or []}
-    unit = METRICS[metric].unit if metric in METRICS else ""
+    unit = all_metrics()[metric].unit if metric in all_metrics() else ""
     with plt.rc_context(FIGURE_RC):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if x == "variant":
@@ -466,14 +465,6 @@ def validity_blocks(run) -> list[tuple]:
                        "log patterns matched", "work check"], rows)]
 
 
-#: A paper's own figures beside the main one, named by the experiment's ``axes.figure``: a function
-#: (experiment, summary, figure prefix, build kind) -> blocks; it may judge the summary's qualitative claims.
-EXTRA_FIGURES = {"phase-breakdown": phase_figures.report_blocks, "bftsmart-bound": bftsmart_model.report_blocks,
-                 "bftsmart-geo": bftsmart_model.geo_blocks,
-                 "chaincode-breakdown": fujitsu_figures.breakdown_blocks,
-                 "nodes-like-one": fujitsu_figures.judge_nodes, "latency-advantage": fujitsu_figures.judge_latency}
-
-
 def conditions_blocks(experiment: dict, resolved: dict, deviations: bool = True) -> list[tuple]:
     """Under the figure: the experiment's fixed parameters (the run's values) and the catalogue's
     ``deviations`` that apply at the run's scale (what, and why)."""
@@ -515,13 +506,13 @@ def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tup
     extra = (stored.get("axes") or {}).get("figure")
     hooked = []
     if extra:
-        if extra not in EXTRA_FIGURES:
-            raise ValueError(f"{stored['id']}: axes.figure {extra!r} is not one of {sorted(EXTRA_FIGURES)}")
-        hook = EXTRA_FIGURES[extra]
-        # a hook that reads other runs of the store (the BFT-SMaRt bound model) is also given this run
-        more = {"run": run} if "run" in inspect.signature(hook).parameters else {}
-        hooked = hook(stored, summary, figure_name.removesuffix(".png"), kind, **more)
-    # the phase-breakdown hook (validation-opt) may render the deviations itself, as a table: then not twice
+        # a system's report part (harness/systems.py): its own figures beside the main one; it may judge
+        # the summary's qualitative claims
+        parts = systems.report_parts()
+        if extra not in parts:
+            raise ValueError(f"{stored['id']}: axes.figure {extra!r} is not one of {sorted(parts)}")
+        hooked = parts[extra](stored, summary, figure_name.removesuffix(".png"), kind, run)
+    # a report part may render the deviations itself, as a table (validation-opt's phase breakdown): then not twice
     own_table = any(b[0] == "table" and list(b[1]) == ["deviation", "why"] for b in hooked)
     blocks += conditions_blocks(stored, resolved, deviations=not own_table) + hooked
     headers, rows = _measured_table(stored, summary, kind)

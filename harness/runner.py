@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from . import analyze
+from . import analyze, systems
 from .collect import convert_point
 from .deploy import PLAYBOOKS, run_playbook
 from .errors import HarnessError, Interrupted
@@ -62,16 +62,26 @@ def _param(point: Point, name: str):
                            "its scale, the workload or the harness defaults") from None
 
 
-def role_variables(point: Point) -> dict:
+def role_variables(point: Point, companions: list[str] = ()) -> dict:
     """The role variables (docs in each role's defaults/main.yml) that a point's parameters set.
+
+    The shared roles' (crypto, committer benchmark, load generator, block
+    watcher), where the point runs a transaction-count workload; then those of
+    its system's roles and its companions' (each system's plugin,
+    harness/systems.py).
+    """
+    out = workload_variables(point) if "transactions" in point.parameters else {}
+    out.update(systems.role_variables([point.system, *companions], point.parameters))
+    return out
+
+
+def workload_variables(point: Point) -> dict:
+    """The shared roles' variables of a transaction-count workload.
 
     Every driver gets them all: the committer benchmark's, and the load
     generator's and block watcher's (which the end-to-end drivers use, and the
     upstream build's committer benchmark, which orders the blocks first).
     """
-    if "transactions" not in point.parameters and "envelopes_per_block" in point.parameters:
-        # the BFT-SMaRt ordering service's points run for a time (duration_s), not a transaction count
-        return bftsmart_variables(point.parameters)
     transactions = int(_param(point, "transactions"))
     block_size = int(_param(point, "block_size"))
     blocks = math.ceil(transactions / block_size)
@@ -90,55 +100,12 @@ def role_variables(point: Point) -> dict:
             "loadgen_payload_bytes": payload, "loadgen_seed": seed,
             "loadgen_streams": int(_param(point, "loadgen_streams")), "loadgen_timeout_s": timeout,
             "blockwatch_stop_after": 1 + accounts + transactions, "blockwatch_timeout_s": timeout,
-            "fabric_crypto_orderer_type": point.parameters.get("orderer_type", "solo"),
-            # VSCC goroutines per block (validation-opt's sweep); "" is Fabric's default, the CPU count.
-            "fabric_peer_validator_pool_size": point.parameters.get("vscc_threads", ""),
-            # FastFabric's go-routine counts (Figs. 7, 8), where the experiment sets them.
-            **({"fastfabric_peerbench_pipeline": int(point.parameters["block_pipeline_goroutines"])}
-               if "block_pipeline_goroutines" in point.parameters else {}),
-            **({"fastfabric_peerbench_tx_threads": int(point.parameters["tx_validation_goroutines"])}
-               if "tx_validation_goroutines" in point.parameters else {}),
             # Mutation tests (docs/validity.md): the pre-made-block drivers corrupt these shares of the transfers;
             # the load generator forges the endorsement of the first share of its transfers.
             **{f"committerbench_{name}": float(point.parameters[name]) for name in MUTATIONS
                if name in point.parameters},
             "loadgen_forge_endorsement": round(float(point.parameters.get("corrupt_endorsement_fraction", 0))
-                                               * transactions),
-            # FastFabric's orderer experiment (Fig. 4): the payload every envelope is padded to.
-            **({"fastfabric_broadcast_payload_bytes": int(float(point.parameters["payload_kb"]) * 1024)}
-               if "payload_kb" in point.parameters else {}),
-            # Fabric v0.6.1's PBFT network and its client processes (systems/fujitsu-api).
-            "fabric06_nodes": int(point.parameters.get("nodes", 1)),
-            "fabric06_client_processes": int(point.parameters.get("concurrent_processes", 1)),
-            "fabric06_client_transactions": transactions, "fabric06_client_timeout_s": timeout,
-            "fabric06_client_rate_per_process": point.parameters.get("process_rate_tps", 0),
-            "fabric06_cc_timing": bool(point.parameters.get("chaincode_timing", False)),
-            **({"fabric06_peer_pbft_batch_size": int(point.parameters["batch_size"])}
-               if "batch_size" in point.parameters else {}),
-            **bftsmart_variables(point.parameters)}
-
-
-#: The BFT-SMaRt ordering service's role variables (systems/bftsmart-orderer) that each point parameter sets
-#: (bftsmart_geo_*: Fig. 7's geo driver, role bftsmart_geo).
-BFTSMART_VARIABLES = {
-    "nodes": ["bftsmart_config_nodes"],
-    "envelopes_per_block": ["bftsmart_config_block_size", "bftsmart_sigbench_block_size", "bftsmart_geo_block_size"],
-    "receivers": ["bftsmart_config_frontends"],          # every workload client also receives every block
-    "signing_threads": ["bftsmart_config_signing_threads", "bftsmart_sigbench_threads"],
-    "envelope_bytes": ["bftsmart_workload_envelope_bytes", "bftsmart_sigbench_envelope_bytes",
-                       "bftsmart_geo_envelope_bytes"],
-    "duration_s": ["bftsmart_workload_duration_s", "bftsmart_sigbench_duration_s", "bftsmart_geo_duration_s"],
-    "workload_workers": ["bftsmart_workload_workers", "bftsmart_geo_clients"],
-    "workload_delay_ms": ["bftsmart_workload_delay_ms", "bftsmart_geo_client_delay_ms"],
-}
-
-
-def bftsmart_variables(parameters: dict) -> dict:
-    """The ``BFTSMART_VARIABLES`` of the parameters a point sets (none for other systems' points)."""
-    if "envelopes_per_block" not in parameters:
-        return {}
-    return {var: int(parameters[name]) for name, variables in BFTSMART_VARIABLES.items() if name in parameters
-            for var in variables}
+                                               * transactions)}
 
 
 def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,
@@ -163,7 +130,7 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
         "fabricrepro_stop_order": list(reversed(spec["roles"])),
         **({"fabricrepro_upstream_dir": str(upstream_dir)} if upstream_dir else {}),
         **({"fabricrepro_companion_dirs": companion_dirs} if companion_dirs else {}),
-        **role_variables(point),
+        **role_variables(point, list(companion_dirs or {})),
     }
     logs = point_dir / "logs"
     started = time.monotonic()

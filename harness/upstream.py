@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, upstream_couchdb
+from . import REPO_ROOT, SCHEMA_VERSION, systems
 from .catalogue import SCHEMAS, _load_schema, load_system, load_yaml, schema_errors
 from .errors import HarnessError, choose
 from .tools import require_tool
@@ -229,7 +229,7 @@ def _from_snapshot(recipe: dict, dest: Path, archive: Path, row: dict) -> dict:
                            "the archive is damaged or not the one listed")
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        _run(["tar", "-xJf", str(archive), "-C", tmp], "unpack " + archive.name)
+        run_command(["tar", "-xJf", str(archive), "-C", tmp], "unpack " + archive.name)
         top = Path(tmp) / recipe["snapshot"]
         if not top.is_dir():
             raise HarnessError(f"snapshot {archive.name} has no top-level directory {recipe['snapshot']}/")
@@ -241,10 +241,10 @@ def _from_snapshot(recipe: dict, dest: Path, archive: Path, row: dict) -> dict:
 def _from_git(recipe: dict, dest: Path) -> dict:
     require_tool("git")
     url = recipe.get("clone_url") or f"https://github.com/{recipe['repository']}.git"
-    _run(["git", "clone", "--quiet", "--no-checkout", url, str(dest)], f"clone {url}")
+    run_command(["git", "clone", "--quiet", "--no-checkout", url, str(dest)], f"clone {url}")
     git = ["git", "-C", str(dest)]
-    _run(git + ["checkout", "--quiet", "--detach", recipe["commit"]], f"check out {recipe['commit']}")
-    head = _run(git + ["rev-parse", "HEAD"], "read HEAD").strip()
+    run_command(git + ["checkout", "--quiet", "--detach", recipe["commit"]], f"check out {recipe['commit']}")
+    head = run_command(git + ["rev-parse", "HEAD"], "read HEAD").strip()
     if head != recipe["commit"]:
         raise HarnessError(f"{url}: checked out {head}, not the pinned {recipe['commit']}")
     ref = recipe.get("ref")
@@ -271,14 +271,14 @@ def _merge(recipe: dict, dest: Path, git: list[str], url: str) -> dict:
     ident = ["-c", "user.name=fabricrepro", "-c", "user.email=fabricrepro@localhost"]
     result = subprocess.run(git + ident + ["merge", "--quiet", "--no-commit", "--no-ff", spec["commit"]],
                             capture_output=True, text=True, check=False)
-    conflicts = _run(git + ["diff", "--name-only", "--diff-filter=U"], "list merge conflicts").split()
+    conflicts = run_command(git + ["diff", "--name-only", "--diff-filter=U"], "list merge conflicts").split()
     removed = [r.rstrip("/") for r in (recipe.get("build") or {}).get("remove") or []]
     stray = [c for c in conflicts if not any(c == r or c.startswith(r + "/") for r in removed)]
     if (result.returncode != 0 and not conflicts) or stray:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-10:])
         raise HarnessError(f"{url}: merging {spec['commit'][:12]} into {recipe['commit'][:12]} conflicts in "
                            f"{', '.join(stray) or '(no file)'} (only paths in build.remove may conflict)\n{tail}")
-    changed = _run(git + ["diff", "--cached", "--name-only", recipe["commit"]], "list merged files").split()
+    changed = run_command(git + ["diff", "--cached", "--name-only", recipe["commit"]], "list merged files").split()
     return {"commit": spec["commit"], "ref": spec.get("ref"), "files_changed": len(changed),
             "conflicts_removed": len(conflicts)}
 
@@ -305,7 +305,7 @@ class Build:
 
 def go_version() -> str:
     require_tool("go")
-    return _run(["go", "version"], "go version").strip()
+    return run_command(["go", "version"], "go version").strip()
 
 
 def _tree_digest(root: Path) -> str:
@@ -367,8 +367,9 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
         kinds = {c["build"]["kind"] for c in recipe["components"].values()}
         if "ant" in kinds:
             version += "; " + java_version()
-        if upstream_couchdb.KIND in kinds:
-            version += "; " + upstream_couchdb.erlang_version()
+        extra = systems.build_kinds()  # the systems' own component build kinds (e.g. validation-opt's CouchDB)
+        for kind in sorted(kinds & set(extra)):
+            version += "; " + extra[kind].toolchain()
     key = build_key(recipe, patches, version, flavours, systems_dir)
     final = Path(builds) / system / key
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -453,7 +454,7 @@ def java_version() -> str:
     require_tool("java")
     require_tool("ant")
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
-    return f"{java[0] if java else 'java ?'}; {_run(['ant', '-version'], 'ant -version').strip()}"
+    return f"{java[0] if java else 'java ?'}; {run_command(['ant', '-version'], 'ant -version').strip()}"
 
 
 def component_patches(recipe: dict, systems_dir: Path = SYSTEMS) -> dict[str, list[Patch]]:
@@ -508,11 +509,12 @@ def _build_components(recipe: dict, root: Path, source: str, log, systems_dir: P
             shutil.copy2(src, tree / rel)
             inputs[rel] = {"from": ref, "sha256": sha256_file(src)}
         deps = None
-        if spec["kind"] == upstream_couchdb.KIND:  # Apache CouchDB: harness/upstream_couchdb.py
-            deps = upstream_couchdb.build_release(recipe["system"], name, tree, spec, source, log)
+        extra = systems.build_kinds()
+        if spec["kind"] in extra:  # a system's own build kind (harness/systems.py BuildKind)
+            deps = extra[spec["kind"]].build(recipe["system"], name, tree, spec, source, log)
         else:
             log(f"upstream {recipe['system']}: ant {spec['target']} in component {name}")
-            _run(["ant", "-noinput", "-quiet", spec["target"]], f"ant {spec['target']} ({name})", cwd=tree)
+            run_command(["ant", "-noinput", "-quiet", spec["target"]], f"ant {spec['target']} ({name})", cwd=tree)
         missing = [rel for rel in spec["outputs"] if not (tree / rel).exists()]
         if missing:
             raise HarnessError(f"component {name}: {spec['kind']} {spec['target']} did not make {', '.join(missing)}")
@@ -540,20 +542,20 @@ def _go_env(recipe: dict, work: Path) -> dict:
 
 def _go_build(env: dict, cwd: Path, package: str, out: Path, tags: list[str]) -> None:
     cmd = ["go", "build", "-o", str(out)] + (["-tags", ",".join(tags)] if tags else []) + [package]
-    _run(cmd, f"go build {package}", cwd=cwd, env=env)
+    run_command(cmd, f"go build {package}", cwd=cwd, env=env)
 
 
 def _apply(patch: Patch, tree: Path) -> None:
     # GIT_CEILING_DIRECTORIES keeps git from treating an enclosing checkout as the repository.
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
-    _run(["git", "apply", "--whitespace=nowarn", str(patch.path.resolve())], f"apply {patch.name}", cwd=tree, env=env)
+    run_command(["git", "apply", "--whitespace=nowarn", str(patch.path.resolve())], f"apply {patch.name}", cwd=tree, env=env)
 
 
 def _add_module(module: dict, gopath: Path, tree: Path) -> dict:
     """Download a Go module at a pinned version and place it (or some of its files) for GOPATH mode."""
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "GO111MODULE": "on", "GOFLAGS": "-modcacherw", "GOMODCACHE": cache}
-        out = _run(["go", "mod", "download", "-json", f"{module['path']}@{module['version']}"],
+        out = run_command(["go", "mod", "download", "-json", f"{module['path']}@{module['version']}"],
                    f"download {module['path']}@{module['version']}", env=env, cwd=cache)
         meta = json.loads(out)
         src = Path(meta["Dir"])
@@ -598,7 +600,8 @@ def file_lock(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _run(cmd: list[str], what: str, **kwargs) -> str:
+def run_command(cmd: list[str], what: str, **kwargs) -> str:
+    """Run a build step; its stdout, or a HarnessError naming ``what`` with the tail of its output."""
     result = subprocess.run(cmd, capture_output=True, text=True, check=False, **kwargs)
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])

@@ -40,7 +40,7 @@ KIND = "couchdb-release"
 
 def erlang_version() -> str:
     """The Erlang/OTP release that builds CouchDB (part of the build key)."""
-    from .upstream import _run
+    from .upstream import run_command as _run
     require_tool("erl")
     return "erlang OTP " + _run(["erl", "-noshell", "-eval",
                                  'io:format("~s", [erlang:system_info(otp_release)]), halt().'],
@@ -49,7 +49,7 @@ def erlang_version() -> str:
 
 def build_release(system: str, name: str, tree: Path, spec: dict, source: str, log) -> dict:
     """Build the CouchDB release in ``tree`` (the component's fetched tree); return what was fetched for it."""
-    from .upstream import _run, fetch_source
+    from .upstream import fetch_source, run_command as _run
     require_tool("make")
     fetched = {}
     with tempfile.TemporaryDirectory(dir=tree.parent) as tmp:

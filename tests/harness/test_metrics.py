@@ -7,8 +7,7 @@ import math
 import pytest
 
 from harness import metrics
-from harness.bftsmart_logs import LOG_TABLES
-from harness.collect import read_csv
+from harness.collect import read_csv, tables as all_tables
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -21,9 +20,10 @@ def tables():
     return {t: read_csv(GOLDEN / f"{t}.csv", t) for t in ("blocks", "deliveries", "txs", "block_txs", "phases", "cc_messages")}
 
 
-#: Metrics over the CSV tables; those over tables parsed from programs' logs (harness/bftsmart_logs.py)
-#: are checked on golden logs in test_bftsmart_logs.py.
-CSV_METRICS = sorted(k for k, m in metrics.METRICS.items() if not set(m.tables) & set(LOG_TABLES))
+#: Metrics over the CSV tables (the core's and the systems'); those over tables parsed from programs' logs
+#: (BFT-SMaRt's) are checked on golden logs in their system's tests.
+LOG_TABLES = {name for name, t in all_tables().items() if not t.columns}
+CSV_METRICS = sorted(k for k, m in metrics.all_metrics().items() if not set(m.tables) & LOG_TABLES)
 
 
 @pytest.mark.parametrize("name", CSV_METRICS)

@@ -255,8 +255,9 @@ def test_an_experiments_section_shows_its_deviations_once(tmp_path, monkeypatch,
            "deviations": [{"scales": ["local"], "what": "all roles on one machine", "why": "2 cores"}]}
     if hook_tables_them:
         exp["axes"] = {"figure": "phase-breakdown"}
-        monkeypatch.setitem(R.EXTRA_FIGURES, "phase-breakdown", lambda *a, **k: [
-            ("table", ["deviation", "why"], [["all roles on one machine", "2 cores"]])])
+        # a test double of a system's report part that tables the deviations itself
+        monkeypatch.setattr(R.systems, "report_parts", lambda: {"phase-breakdown": lambda *a: [
+            ("table", ["deviation", "why"], [["all roles on one machine", "2 cores"]])]})
     monkeypatch.setattr(R, "analyze_run", lambda run: {"groups": [], "claims": [],
                                                        "points": {"complete": 0, "total": 0}})
     blocks, _ = R.experiment_blocks(exp, _fake_run(tmp_path, exp), "figures/e.png")

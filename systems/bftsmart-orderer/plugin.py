@@ -1,0 +1,61 @@
+"""The BFT-SMaRt ordering service's hooks (harness/systems.py): its roles' variables, the tables
+parsed from its programs' logs and their metrics, and the report's Eq. 1 and Fig. 7 parts."""
+
+from harness import bftsmart_logs, bftsmart_model
+from harness.metrics import Metric, percentile
+from harness.systems import SystemPlugin, Table
+
+#: The role variables each point parameter sets (bftsmart_geo_*: Fig. 7's geo driver, role bftsmart_geo).
+VARIABLES = {
+    "nodes": ["bftsmart_config_nodes"],
+    "envelopes_per_block": ["bftsmart_config_block_size", "bftsmart_sigbench_block_size", "bftsmart_geo_block_size"],
+    "receivers": ["bftsmart_config_frontends"],          # every workload client also receives every block
+    "signing_threads": ["bftsmart_config_signing_threads", "bftsmart_sigbench_threads"],
+    "envelope_bytes": ["bftsmart_workload_envelope_bytes", "bftsmart_sigbench_envelope_bytes",
+                       "bftsmart_geo_envelope_bytes"],
+    "duration_s": ["bftsmart_workload_duration_s", "bftsmart_sigbench_duration_s", "bftsmart_geo_duration_s"],
+    "workload_workers": ["bftsmart_workload_workers", "bftsmart_geo_clients"],
+    "workload_delay_ms": ["bftsmart_workload_delay_ms", "bftsmart_geo_client_delay_ms"],
+}
+
+
+def _log_table(name: str):
+    return lambda point_dir: bftsmart_logs.point_tables(point_dir).get(name)
+
+
+class Plugin(SystemPlugin):
+    def role_variables(self, parameters: dict) -> dict:
+        return {var: int(parameters[name]) for name, variables in VARIABLES.items() if name in parameters
+                for var in variables}
+
+    def tables(self) -> list[Table]:
+        return [Table(name, parse=_log_table(name)) for name in bftsmart_logs.LOG_TABLES]
+
+    def metrics(self) -> list:
+        return [
+            Metric("orderer_throughput_tps", "tx/s", ("bft_throughput",),
+                   lambda bft_throughput: bftsmart_logs.rate(bft_throughput, "envelopes"),
+                   "envelopes ordered per second at node 0, the leader (its throughput log; seed 004 line 147)"),
+            Metric("blocks_per_s", "blocks/s", ("bft_throughput",),
+                   lambda bft_throughput: bftsmart_logs.rate(bft_throughput, "blocks"),
+                   "blocks made and signed per second at node 0, the leader (its throughput log)"),
+            Metric("signatures_per_s", "signatures/s", ("bft_signatures",),
+                   lambda bft_signatures: float(bft_signatures["per_s"].median()),
+                   "median of TestSignatures' per-interval ECDSA signature rates"),
+            Metric("signed_envelopes_per_s", "envelopes/s", ("bft_signatures",),
+                   lambda bft_signatures: float(bft_signatures["per_s"].median() * bft_signatures["block_size"].iloc[0]),
+                   "signing capacity TP_sign x block size (Eq. 1): the median signature rate times TestSignatures' "
+                   "block size"),
+            *(Metric(f"envelope_latency_p{q}_ms", "ms", ("bft_latency",),
+                     (lambda bft_latency, q=q: percentile(bft_latency["latency_ms"], q)),
+                     f"{q}th percentile of WorkloadClient's envelope latency (submission to the block's arrival)")
+              for q in (50, 90, 99)),
+            *(Metric(f"frontend_latency_p{q}_ms", "ms", ("bft_frontend_latency",),
+                     (lambda bft_frontend_latency, q=q: bftsmart_logs.frontend_latency(bft_frontend_latency, f"p{q}_ms")),
+                     f"TestNodes' {q}th percentile latency (submission to the block at that frontend), "
+                     "mean over its reports, then over frontends (Fig. 7; per region: table bft_frontend_latency)")
+              for q in (50, 90, 95)),
+        ]
+
+    def report_parts(self) -> dict:
+        return {"bftsmart-bound": bftsmart_model.report_blocks, "bftsmart-geo": bftsmart_model.geo_blocks}

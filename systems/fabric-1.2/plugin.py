@@ -1,0 +1,15 @@
+"""Fabric 1.2's hooks (harness/systems.py): the variables of the shared Fabric 1.x roles.
+
+FastFabric and validation-opt extend this system (their ``system.yaml``
+``extends``) and so inherit these variables.
+"""
+
+from harness.systems import SystemPlugin
+
+
+class Plugin(SystemPlugin):
+    def role_variables(self, parameters: dict) -> dict:
+        return {**super().role_variables(parameters),
+                "fabric_crypto_orderer_type": parameters.get("orderer_type", "solo"),
+                # VSCC goroutines per block (validation-opt's sweep); "" is Fabric's default, the CPU count.
+                "fabric_peer_validator_pool_size": parameters.get("vscc_threads", "")}

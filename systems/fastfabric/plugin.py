@@ -1,0 +1,22 @@
+"""FastFabric's hooks (harness/systems.py), on top of Fabric 1.2's."""
+
+from harness import fastfabric_logs
+from harness.systems import Table, plugin_class
+
+
+class Plugin(plugin_class("fabric-1.2")):
+    def role_variables(self, parameters: dict) -> dict:
+        out = super().role_variables(parameters)
+        # FastFabric's go-routine counts (Figs. 7, 8), where the experiment sets them.
+        if "block_pipeline_goroutines" in parameters:
+            out["fastfabric_peerbench_pipeline"] = int(parameters["block_pipeline_goroutines"])
+        if "tx_validation_goroutines" in parameters:
+            out["fastfabric_peerbench_tx_threads"] = int(parameters["tx_validation_goroutines"])
+        # The orderer experiment (Fig. 4): the payload every envelope is padded to.
+        if "payload_kb" in parameters:
+            out["fastfabric_broadcast_payload_bytes"] = int(float(parameters["payload_kb"]) * 1024)
+        return out
+
+    def tables(self) -> list[Table]:
+        # Fig. 3's deliveries from FastFabric's second deliver client (its reader's log)
+        return [*super().tables(), Table("deliveries", parse=lambda d: fastfabric_logs.point_tables(d).get("deliveries"))]

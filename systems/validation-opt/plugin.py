@@ -1,0 +1,25 @@
+"""The validation-phase paper's hooks (harness/systems.py), on top of the Fabric 1.x roles' variables:
+the peer's phase log and its metrics, the breakdown figure, and CouchDB's release build."""
+
+from harness import phase_figures, phase_metrics, upstream_couchdb
+from harness.metrics import Metric
+from harness.systems import BuildKind, Table, plugin_class
+
+
+class Plugin(plugin_class("fabric-1.2")):
+    def tables(self) -> list[Table]:
+        # the peer's phase log (patches/0003)
+        return [*super().tables(),
+                Table("phases", ("block_number", "tx_count", "valid_count", "received_ns", "committed_ns", "vscc_ns",
+                                 "statedb_read_ns", "mvcc_ns", "ledger_write_ns", "statedb_write_ns",
+                                 "history_write_ns", "others_ns", "vsc_statedb_read_ns", "ledger_statedb_write_ns"))]
+
+    def metrics(self) -> list:
+        return [*super().metrics(), *(Metric(*spec) for spec in phase_metrics.PHASE_METRICS)]
+
+    def report_parts(self) -> dict:
+        return {**super().report_parts(), "phase-breakdown": phase_figures.report_blocks}
+
+    def build_kinds(self) -> dict:
+        return {**super().build_kinds(),
+                upstream_couchdb.KIND: BuildKind(upstream_couchdb.build_release, upstream_couchdb.erlang_version)}
