@@ -20,11 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from . import REPO_ROOT
 from . import upstream
-from .deploy import PLAYBOOKS
+from .deploy import role_defaults
 from .catalogue import load_system
 from .errors import HarnessError, choose
 from .rundir import git_state
@@ -89,7 +88,7 @@ class Choice:
 
 
 def role_settings(drivers: dict[str, dict]) -> dict[str, dict]:
-    """Every setting the drivers' roles apply by default (``playbooks/roles/<role>/defaults/main.yml``).
+    """Every setting the drivers' roles apply by default (each role's ``defaults/main.yml``).
 
     Recorded in each run so that the choices a paper does not state (log
     levels, GOMAXPROCS, ledger types, pool sizes...) travel with its numbers.
@@ -98,9 +97,8 @@ def role_settings(drivers: dict[str, dict]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for spec in drivers.values():
         for role in spec["roles"]:
-            path = PLAYBOOKS / "roles" / role / "defaults" / "main.yml"
-            if role not in out and path.is_file():
-                out[role] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            if role not in out and (defaults := role_defaults(role)):
+                out[role] = defaults
     return out
 
 

@@ -1,7 +1,9 @@
 """Deploy through Ansible: one playbook per driver, one role per component.
 
-Roles live in ``playbooks/roles/<component>/``; providers only change the
-inventory. Each playbook run writes its whole output to a log file in the run
+Shared playbooks and roles live in ``playbooks/`` and ``playbooks/roles/``;
+a system's own in ``systems/<system>/playbooks/`` and ``systems/<system>/roles/``
+(found by discovery: Ansible's roles path lists every system's roles folder).
+Providers only change the inventory. Each playbook run writes its whole output to a log file in the run
 directory; a failure raises with the path of that log.
 """
 
@@ -19,12 +21,45 @@ from .errors import HarnessError
 from .tools import require_tool
 
 PLAYBOOKS = REPO_ROOT / "playbooks"
+SYSTEMS = REPO_ROOT / "systems"
+
+
+def roles_dirs() -> list[Path]:
+    """Where roles are found: the shared ``playbooks/roles`` first, then each system's ``roles/``."""
+    return [PLAYBOOKS / "roles", *sorted(SYSTEMS.glob("*/roles"))]
+
+
+def role_dir(role: str) -> Path | None:
+    """The folder of ``role`` (None if no roles folder has it)."""
+    return next((d / role for d in roles_dirs() if (d / role).is_dir()), None)
+
+
+def role_defaults(role: str) -> dict:
+    """``defaults/main.yml`` of ``role`` ({} when it has none)."""
+    import yaml
+
+    folder = role_dir(role)
+    path = folder / "defaults" / "main.yml" if folder else None
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path and path.is_file() else {}
+
+
+def playbook_path(playbook: str) -> Path:
+    """``playbooks/<playbook>``, else the one system playbook of that name (``systems/*/playbooks/``)."""
+    shared = PLAYBOOKS / playbook
+    if shared.is_file():
+        return shared
+    found = sorted(SYSTEMS.glob(f"*/playbooks/{playbook}"))
+    if len(found) != 1:
+        raise HarnessError(f"playbook {playbook}: " + ("not in playbooks/ nor in any systems/*/playbooks/" if not found
+                                                       else "in several systems: " + ", ".join(map(str, found))))
+    return found[0]
 
 
 def ansible_env() -> dict:
-    """The environment of ``ansible-playbook``: the project's config, plain output."""
+    """The environment of ``ansible-playbook``: the project's config, every roles folder, plain output."""
     env = dict(os.environ)
     env.update({"ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+                "ANSIBLE_ROLES_PATH": os.pathsep.join(str(d) for d in roles_dirs()),
                 "ANSIBLE_FORCE_COLOR": "0", "PYTHONUNBUFFERED": "1"})
     return env
 
@@ -106,7 +141,7 @@ def run_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,
     log.parent.mkdir(parents=True, exist_ok=True)
     vars_file = log.with_suffix(".vars.json")
     vars_file.write_text(json.dumps(variables, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    cmd = [exe, "-i", str(inventory), str(PLAYBOOKS / playbook), "-e", f"@{vars_file}"]
+    cmd = [exe, "-i", str(inventory), str(playbook_path(playbook)), "-e", f"@{vars_file}"]
     if tags:
         cmd += ["--tags", ",".join(tags)]
     with open(log, "a", encoding="utf-8") as out:

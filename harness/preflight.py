@@ -36,11 +36,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import yaml
 
 from . import REPO_ROOT
 from .builds import Choice
-from .deploy import PLAYBOOKS
+from .deploy import role_defaults
 from .errors import HarnessError
 
 #: Free space (GiB) the run store and the work directory need per scale.
@@ -82,13 +81,6 @@ class PreflightError(HarnessError):
 
 # ---------------------------------------------------------------- ports a layout needs
 
-def _defaults(role: str) -> dict:
-    path = PLAYBOOKS / "roles" / role / "defaults" / "main.yml"
-    if not path.is_file():
-        return {}
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-
-
 def _int(value) -> int | None:
     """An integer default (a Jinja expression is not resolved here: None)."""
     try:
@@ -99,7 +91,7 @@ def _int(value) -> int | None:
 
 def role_listen_ports(role: str) -> dict[int, str]:
     """``{port: variable}`` of the servers ``role`` starts, from its defaults."""
-    doc = _defaults(role)
+    doc = role_defaults(role)
     out: dict[int, str] = {}
     if (p := _int(doc.get(f"{role}_port"))) is not None:
         out[p] = f"{role}_port"
@@ -117,7 +109,7 @@ def role_listen_ports(role: str) -> dict[int, str]:
                 for i in range(count):
                     out[base + i] = var + (f" + {i}" if i else "")
     if role == BFTSMART_NODE_ROLE:
-        config = _defaults("bftsmart_config")
+        config = role_defaults("bftsmart_config")
         base, nodes = _int(config.get("bftsmart_config_port_base")), _int(config.get("bftsmart_config_nodes"))
         if base is not None and nodes:
             for i in range(nodes):

@@ -25,11 +25,9 @@ import math
 import time
 from pathlib import Path
 
-import yaml
-
 from . import analyze, systems
 from .collect import convert_point
-from .deploy import PLAYBOOKS, run_playbook
+from .deploy import role_defaults, run_playbook
 from .errors import HarnessError, Interrupted
 from .plan import Point
 from .rundir import Run, write_json
@@ -40,13 +38,11 @@ def host_ports(components: list[str]) -> list[int]:
     client and replica ports)."""
     ports = set()
     for c in components:
-        defaults = PLAYBOOKS / "roles" / c / "defaults" / "main.yml"
-        if defaults.is_file():
-            doc = yaml.safe_load(defaults.read_text(encoding="utf-8")) or {}
-            port = doc.get(f"{c}_port")
-            if port is not None:
-                ports.add(int(port))
-            ports.update(int(p) for p in doc.get(f"{c}_ports") or [])
+        doc = role_defaults(c)
+        port = doc.get(f"{c}_port")
+        if port is not None:
+            ports.add(int(port))
+        ports.update(int(p) for p in doc.get(f"{c}_ports") or [])
     return sorted(ports)
 
 

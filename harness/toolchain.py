@@ -136,7 +136,7 @@ def pytest_counts(junit_xml: str) -> tuple[int, int]:
 
 
 def test() -> int:
-    """``go vet``, ``go test ./...`` and pytest over ``tests/``; print ``N passed, N failed, N skipped``.
+    """``go vet``, ``go test ./...`` and pytest over ``tests/`` and every system's ``systems/*/tests``; print ``N passed, N failed, N skipped``.
 
     Before that line, every reason for a skip with how many tests it skipped
     (e.g. a clone without ``../shared`` skips the tests of the seed texts).
@@ -162,8 +162,8 @@ def test() -> int:
     skips += go_test_skips(go.stdout)
     junit = build_dir / "pytest.xml"
     junit.unlink(missing_ok=True)
-    print("$ pytest tests/", flush=True)
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/", f"--junitxml={junit}",
+    print("$ pytest tests/ systems/", flush=True)
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/", "systems/", f"--junitxml={junit}",
                     "--durations=25"], cwd=REPO_ROOT,
                    check=False)
     if junit.exists():

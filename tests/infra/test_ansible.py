@@ -14,8 +14,12 @@ for _p in (REPO / "infra", REPO / "infra" / "terraform"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-PLAYBOOKS = sorted((REPO / "playbooks").glob("*.yml")) + sorted((REPO / "playbooks" / "upstream").glob("*.yml"))
-ROLES = sorted(p for p in (REPO / "playbooks" / "roles").iterdir() if p.is_dir())
+from harness.deploy import ansible_env, roles_dirs  # noqa: E402
+
+#: The shared playbooks and roles, and every system's (systems/<system>/playbooks, roles).
+PLAYBOOKS = (sorted((REPO / "playbooks").glob("*.yml")) + sorted((REPO / "playbooks" / "upstream").glob("*.yml"))
+             + sorted((REPO / "systems").glob("*/playbooks/*.yml")))
+ROLES = sorted((p for d in roles_dirs() for p in d.iterdir() if p.is_dir()), key=lambda p: p.name)
 INVENTORY = REPO / "infra" / "inventories" / "fastfabric-15.example.yml"
 
 needs_ansible = pytest.mark.skipif(shutil.which("ansible-playbook") is None, reason="ansible-core is not installed")
@@ -25,7 +29,7 @@ needs_ansible = pytest.mark.skipif(shutil.which("ansible-playbook") is None, rea
 @pytest.mark.parametrize("playbook", PLAYBOOKS, ids=lambda p: p.name)
 def test_syntax_check(playbook):
     r = subprocess.run(["ansible-playbook", "--syntax-check", "-i", str(INVENTORY), str(playbook)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=ansible_env())
     assert r.returncode == 0, r.stdout + r.stderr
 
 
