@@ -1,7 +1,8 @@
 """FastFabric's hooks (harness/systems.py), on top of Fabric 1.2's."""
 
-from harness import fastfabric_logs
 from harness.systems import Table, plugin_class
+
+from . import logs
 
 
 class Plugin(plugin_class("fabric-1.2")):
@@ -19,4 +20,4 @@ class Plugin(plugin_class("fabric-1.2")):
 
     def tables(self) -> list[Table]:
         # Fig. 3's deliveries from FastFabric's second deliver client (its reader's log)
-        return [*super().tables(), Table("deliveries", parse=lambda d: fastfabric_logs.point_tables(d).get("deliveries"))]
+        return [*super().tables(), Table("deliveries", parse=lambda d: logs.point_tables(d).get("deliveries"))]

@@ -1,5 +1,5 @@
 """FastFabric's orderer experiment (Fig. 4) on the published code: the driver
-orderer-bench of systems/fastfabric/upstream.yaml (playbooks/fastfabric-orderer-bench.yml:
+orderer-bench of systems/fastfabric/upstream.yaml (systems/fastfabric/playbooks/fastfabric-orderer-bench.yml:
 one ZooKeeper server and one Kafka broker, the published storage server as the
 endorser, the published perf orderer, the published deliver client discarding
 blocks after the set-up, the published broadcast client) and teardown.yml, run
@@ -9,7 +9,7 @@ the way harness/runner.py runs a point; a few blocks of transfers padded to
 Skipped with the reason when the fastfabric snapshot (../shared/upstream),
 Ansible, Go or Java/Maven (Kafka) are not at hand.
 
-    pytest tests/upstream/test_fastfabric_orderer.py -s
+    pytest systems/fastfabric/tests/test_fastfabric_orderer.py -s
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import collect, fastfabric_logs, metrics, upstream
+from harness import collect, metrics, upstream
 
 from tests.upstream.test_fabric_network import point_setup, run_watched
 from tests.upstream import needs
+
+from fabricrepro_systems.fastfabric import logs as fastfabric_logs
 
 # 10 per stream over the client's 50 streams: 5 blocks of 100 after the set-up (100 transactions).
 TRANSFERS, PAYLOAD_KB = 500, 4

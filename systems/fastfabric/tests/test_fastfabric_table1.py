@@ -1,5 +1,5 @@
 """FastFabric's end-to-end experiment (Table I) on the published code, briefly: the driver
-end-to-end-kafka of systems/fastfabric/upstream.yaml (playbooks/fastfabric-end-to-end.yml: 3 ZooKeeper
+end-to-end-kafka of systems/fastfabric/upstream.yaml (systems/fastfabric/playbooks/fastfabric-end-to-end.yml: 3 ZooKeeper
 servers and 3 Kafka brokers with replication 3, the published storage server, a second instance of it
 as the endorser, the published perf orderer, the published deliver client as the committing peer, the
 published broadcast client over the point's loadgen_streams streams) and teardown.yml, run the way
@@ -17,7 +17,7 @@ What it checks beyond a point's own checks:
 Skipped with the reason when the fastfabric snapshot (../shared/upstream), Ansible, Go or Java/Maven
 (Kafka) are not at hand.
 
-    flock -o /tmp/fabricrepro-network.lock pytest tests/upstream/test_fastfabric_table1.py -s
+    flock -o /tmp/fabricrepro-network.lock pytest systems/fastfabric/tests/test_fastfabric_table1.py -s
 """
 
 from __future__ import annotations

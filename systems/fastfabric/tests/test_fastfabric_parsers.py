@@ -1,7 +1,7 @@
 """The FastFabric peer benchmark's per-block CSV (our patch 0002 of systems/fastfabric) through
 collect and metrics, against values computed by hand.
 
-fixtures/fastfabric/peerbench-blocks.csv is real output of the patched benchmark
+fixtures/peerbench-blocks.csv is real output of the patched benchmark
 (`ffpeerbench -blocks 5 -blocksize 10 -pipeline 4 -txthreads 2 -blocklog ...`).
 """
 
@@ -12,7 +12,7 @@ import pytest
 
 from harness import collect, metrics
 
-SAMPLE = Path(__file__).parent / "fixtures" / "fastfabric" / "peerbench-blocks.csv"
+SAMPLE = Path(__file__).parent / "fixtures" / "peerbench-blocks.csv"
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-"""The parsers of harness/fastfabric_logs.py on golden samples: real output of
+"""The parsers of systems/fastfabric/logs.py on golden samples: real output of
 FastFabric's published clients with our patches, with values computed by hand
-from the lines (tests/harness/fixtures/fastfabric/):
+from the lines (systems/fastfabric/tests/fixtures/):
 
 * orderer-broadcast.out: the broadcast client of a Fig. 4 point (2,000 transfers);
 * reader.out, reader-committer-blocks.csv: Fig. 3's reader and the committing
@@ -16,11 +16,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import fastfabric_logs as L
 from harness.errors import HarnessError
 from harness.metrics import METRICS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "fastfabric"
+from fabricrepro_systems.fastfabric import logs as L
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_broadcast_rounds_golden():

@@ -20,7 +20,7 @@ With our patches 0003 (``systems/fastfabric/patches/0003-orderer-bench-settings.
   the committing deliver client's ``blocks.csv`` (``raw/<host>/``) recorded
   for the same block.
 
-Golden samples of real output: ``tests/harness/fixtures/fastfabric/``. A
+Golden samples of real output: ``systems/fastfabric/tests/fixtures/``. A
 parser given text without what it looks for raises ``HarnessError`` naming the
 program, so a run whose program failed never yields a number.
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import HarnessError
+from harness.errors import HarnessError
 
 _ROUND = re.compile(r"^fabricrepro broadcast round (\d+): sent (\d+) acknowledged (\d+) "
                     r"first_send_ns (\d+) last_ack_ns (\d+)\s*$", re.M)

@@ -1,6 +1,6 @@
 """fsync latency of the disk a ledger is written to.
 
-    python -m harness.fsync_probe --dir build/work --bytes 307200 --count 300
+    python systems/fastfabric/fsync_probe.py --dir build/work --bytes 307200 --count 300
 
 Appends ``--bytes`` to a fresh file in ``--dir`` and fsyncs it, ``--count``
 times, as a block store appends and syncs one block (a FastFabric block of 100
@@ -8,7 +8,8 @@ transfers is about 300 KB); ``--bytes 4096`` is closer to a LevelDB write
 batch with ``sync=true``. Prints one JSON line: milliseconds per append+fsync
 (median, p90, p99, max) and how many such syncs per second one writer gets.
 The file is removed afterwards. Used to explain the peer benchmarks' commit
-times (systems/fastfabric/README.md, "Measured").
+times (systems/fastfabric/README.md, "Measured"). It needs only the standard
+library: copy this one file to a host to probe its disk.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """FastFabric's published peer benchmark and storage server, built from the pinned
-snapshot with our patches (systems/fastfabric), run by playbooks/fastfabric-peer-bench.yml
+snapshot with our patches (systems/fastfabric), run by systems/fastfabric/playbooks/fastfabric-peer-bench.yml
 and teardown.yml the way harness/runner.py runs a point: a few blocks, every
 transfer committed valid, the per-block CSV of our patch 0002 complete, nothing
 written outside the point's working directory, no process left.

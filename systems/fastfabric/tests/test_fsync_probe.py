@@ -1,10 +1,10 @@
-"""harness.fsync_probe: the fsync-latency probe the FastFabric README's explanation cites."""
+"""systems/fastfabric/fsync_probe.py: the fsync-latency probe the FastFabric README's explanation cites."""
 
 import json
 
 import pytest
 
-from harness import fsync_probe
+from fabricrepro_systems.fastfabric import fsync_probe
 
 
 def test_percentile_nearest_rank():
