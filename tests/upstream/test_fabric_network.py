@@ -92,7 +92,7 @@ def point_setup(tmp_path: Path, driver: str, clients: Path, fabric_build: Path, 
         layout.setdefault(role, []).append(component)
     provider = LocalProvider(work_root=tmp_path / "work", bin_dir=clients)
     inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
-    point = SimpleNamespace(id="p000", parameters={
+    point = SimpleNamespace(id="p000", system=system, parameters={
         "transactions": TRANSFERS, "block_size": BLOCK_SIZE, "point_timeout_s": 600, "payload_bytes": 2900,
         "seed": 1, "batch_timeout_ms": 2000, "rate_tps": 0, "loadgen_streams": 4, **parameters})
     point_dir = tmp_path / "run" / "points" / point.id
@@ -102,7 +102,7 @@ def point_setup(tmp_path: Path, driver: str, clients: Path, fabric_build: Path, 
         "fabricrepro_controller_dir": str(tmp_path / "controller" / work),
         "fabricrepro_controller_bin_dir": str(clients), "fabricrepro_switches": switches or {},
         "fabricrepro_stop_order": list(reversed(spec["roles"])), "fabricrepro_upstream_dir": str(fabric_build),
-        **role_variables(point)}
+        **role_variables(point, spec.get("companions", []))}
     return spec, inventory, variables, point_dir
 
 
