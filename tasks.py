@@ -144,14 +144,18 @@ def _known_paper(paper: str) -> None:
         raise Exit(f"error: unknown paper {paper!r}; valid papers: {', '.join(_papers())}", code=1)
 
 
-@task(positional=_positional("report", "paper"), help={"paper": "paper id"})
-def report(c, paper=None):
-    """Re-render a paper's report from its stored runs (no re-run)."""
+@task(positional=_positional("report", "paper"), iterable=["run"],
+      help={"paper": "paper id",
+            "run": "pool only these run directories (repeat --run for several); default: every complete run",
+            "since": "only runs started at or after this UTC date or time (2025-01-31 or 2025-01-31T12:00:00Z)"})
+def report(c, paper=None, run=None, since=None):
+    """Re-render a paper's report from its stored runs (no re-run): each experiment pools every complete
+    run of one configuration, with 95% intervals and a verdict per claim (docs/catalogue.md)."""
     from harness.reproduce import REPORTS, RESULTS
     from harness.report import render_paper
     if not paper:
         raise Exit("error: give the paper (--paper " + "|".join(_papers()) + ")", code=1)
-    out = _guard(render_paper, paper, results=RESULTS, reports=REPORTS)
+    out = _guard(render_paper, paper, results=RESULTS, reports=REPORTS, runs=run or None, since=since)
     print(f"report: {out / 'report.md'} and {out / 'report.html'}")
 
 

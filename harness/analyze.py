@@ -5,8 +5,13 @@
   to its schedule (a point whose generator lagged is kept but marked invalid
   and left out of the aggregates).
 * ``summary.json`` of the run: per configuration (variant and swept values) the
-  count, mean, standard deviation, minimum and maximum of each metric over the
-  valid repetitions, and a verdict per claim of the experiment.
+  count, mean, standard deviation, minimum, maximum and 95% interval of each
+  metric over the valid repetitions (each repetition's value kept with its run
+  and index), and a verdict per claim of the experiment with its interval
+  (harness/stats.py: reproduced, not reproduced or inconclusive; not comparable
+  when it cannot be measured here).
+* the same over several runs of one configuration pooled (``analyze_pool``),
+  which the report shows (rundir.select_runs chooses the runs).
 
 Re-analysing the same stored run gives byte-identical files.
 """
@@ -17,13 +22,13 @@ import math
 import statistics
 from pathlib import Path
 
-from . import SCHEMA_VERSION, validity
+from . import SCHEMA_VERSION, stats, validity
 from .collect import load_measured, load_point
 from .errors import HarnessError
 from .metrics import all_metrics, compute_all
-from .rundir import Run, latest_complete_run, read_json, write_json
+from .rundir import Run, read_json, select_runs, write_json
 
-VERDICTS = ("reproduced", "not reproduced", "not comparable")
+VERDICTS = (stats.REPRODUCED, stats.NOT_REPRODUCED, stats.INCONCLUSIVE, "not comparable")
 
 
 def _clean(value):
@@ -81,27 +86,36 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
     return summary
 
 
-def _stats(values: list[float]) -> dict:
-    values = [v for v in values if v is not None]
+def _stats(samples: list[tuple[str, int, float]]) -> dict:
+    """Count, mean, sample standard deviation, extremes and 95% interval of the mean (None for fewer than
+    two values) of one metric, with every repetition's value as ``[run, repetition, value]``."""
+    samples = sorted((run, rep, v) for run, rep, v in samples if v is not None)
+    values = [v for _, _, v in samples]
     if not values:
-        return {"n": 0, "mean": None, "std": None, "min": None, "max": None}
+        return {"n": 0, "mean": None, "std": None, "min": None, "max": None, "ci95": None, "repetitions": []}
+    interval = stats.mean_interval(values)
     return {"n": len(values), "mean": _clean(statistics.fmean(values)),
             "std": _clean(statistics.stdev(values)) if len(values) > 1 else 0.0,
-            "min": _clean(min(values)), "max": _clean(max(values))}
+            "min": _clean(min(values)), "max": _clean(max(values)),
+            "ci95": [_clean(x) for x in interval] if interval else None,
+            "repetitions": [[run, rep, _clean(v)] for run, rep, v in samples]}
 
 
-def aggregate(summaries: list[dict]) -> list[dict]:
-    """Group complete, valid point summaries by variant and swept values; statistics per metric."""
-    groups: dict[tuple, list[dict]] = {}
-    for s in summaries:
-        if s["status"] == "complete" and s["valid"]:
-            key = (s["variant"], tuple(sorted(s["sweep"].items())))
-            groups.setdefault(key, []).append(s)
+def aggregate(runs: dict[str, list[dict]]) -> list[dict]:
+    """Pool the complete, valid point summaries of ``{run id: summaries}`` by variant and swept values;
+    statistics per metric, each repetition kept with its run and index (ratios pair on them)."""
+    groups: dict[tuple, list[tuple[str, dict]]] = {}
+    for run_id, summaries in runs.items():
+        for s in summaries:
+            if s["status"] == "complete" and s["valid"]:
+                key = (s["variant"], tuple(sorted(s["sweep"].items())))
+                groups.setdefault(key, []).append((run_id, s))
     out = []
     for (variant, sweep), members in sorted(groups.items(), key=lambda kv: repr(kv[0])):
-        names = sorted({m for s in members for m in s["metrics"]})
+        names = sorted({m for _, s in members for m in s["metrics"]})
         out.append({"variant": variant, "sweep": dict(sweep),
-                    "metrics": {n: _stats([s["metrics"].get(n) for s in members]) for n in names}})
+                    "metrics": {n: _stats([(run, s["repetition"], s["metrics"].get(n)) for run, s in members])
+                                for n in names}})
     return out
 
 
@@ -150,7 +164,8 @@ def trivial_bound_problems(doc: dict) -> list[str]:
     return out
 
 
-def _band(claim: dict) -> tuple[float, float, str]:
+def claim_band(claim: dict) -> tuple[float, float, str]:
+    """The values a claim's measurement may take to reproduce it (its expected value, tolerance and bound) and its text."""
     expected = claim["expected"]
     tolerance = claim.get("tolerance") or {}
     margin = max(abs(expected) * tolerance.get("relative", 0), tolerance.get("absolute", 0))
@@ -163,8 +178,8 @@ def _band(claim: dict) -> tuple[float, float, str]:
     return low, high, f"[{low:.4g}, {high:.4g}]"
 
 
-def _side(claim: dict, side: str, experiment: dict, groups: list[dict], context: dict):
-    """The matching groups' means of one side of a claim: ({sweep key: mean}, why-not, run note)."""
+def _side(claim: dict, side: str | None, experiment: dict, groups: list[dict], context: dict):
+    """The repetitions of one side of a claim: ({sweep key: {(run, repetition): value}}, why-not, run note)."""
     ref = claim.get(side) or {"variant": claim.get("variant"), "params": claim.get("params")}
     other = {"numerator": "denominator", "denominator": "numerator"}.get(side)
     # A parameter pinned on one side of a ratio only holds for the other side too.
@@ -174,11 +189,12 @@ def _side(claim: dict, side: str, experiment: dict, groups: list[dict], context:
     note = None
     pool, not_runnable = groups, context.get("not_runnable") or {}
     if exp_id != experiment["id"]:
-        found_run = (context.get("other_runs") or {}).get(exp_id)
-        if not found_run:
+        found = (context.get("other_runs") or {}).get(exp_id)
+        if not found:
             return None, f"compares with experiment {exp_id!r}, which has no complete run of this build yet", None
-        pool, not_runnable = found_run["groups"], found_run.get("not_runnable") or {}
-        note = f"{exp_id} from run {found_run['run_id']}"
+        pool, not_runnable = found["groups"], found.get("not_runnable") or {}
+        runs = found["runs"]
+        note = f"{exp_id} from run{'s' if len(runs) > 1 else ''} {', '.join(runs)}"
     variant = ref.get("variant")
     if variant in not_runnable:
         return None, f"{variant!r} is not runnable: {not_runnable[variant]}", None
@@ -186,84 +202,124 @@ def _side(claim: dict, side: str, experiment: dict, groups: list[dict], context:
     values = {}
     for g in pool:
         if _matches(g, variant, params):
-            mean = (g["metrics"].get(name) or {}).get("mean")
-            if mean is not None:
-                values[tuple(sorted((k, v) for k, v in g["sweep"].items() if k not in params))] = mean
+            reps = {(run, rep): v for run, rep, v in (g["metrics"].get(name) or {}).get("repetitions") or []
+                    if v is not None}
+            if reps:
+                values[tuple(sorted((k, v) for k, v in g["sweep"].items() if k not in params))] = reps
     if not values:
         return None, f"no {name} measured for {variant!r}" + (f" at {params}" if params else ""), None
     return values, None, note
 
 
-def _measure(claim: dict, experiment: dict, groups: list[dict], context: dict):
-    """(measured value, every per-configuration value, why-not, notes) of a ratio or absolute claim.
+def _in_every(configurations: list[dict]) -> list[tuple]:
+    """The repetition keys (run, index) measured at every one of ``configurations``."""
+    keys = set(configurations[0])
+    for c in configurations[1:]:
+        keys &= set(c)
+    return sorted(keys)
 
-    Without ``aggregate`` a claim names one configuration (or a ratio pairs
-    configurations at equal swept values, and must hold at each). With it:
-    ``mean_over_sweep`` / ``min_over_sweep`` take the mean / smallest of the
-    per-configuration values (ratios paired at equal swept values), and
-    ``max_over_sweep`` each side's peak over the sweep (peaks reached at
-    different points, as Fujitsu's), then their ratio.
+
+def _pairs(num: dict, den: dict) -> dict:
+    """Numerator configurations with the one denominator configuration each pairs with, on the swept
+    values both sides have (another experiment may sweep other parameters)."""
+    if len(num) == 1 and len(den) == 1:
+        return {(): (next(iter(num)), next(iter(den)))}
+    out = {}
+    for key in num:
+        matching = [k for k in den if all(dict(key).get(n, v) == v for n, v in k)]
+        if len(matching) == 1:
+            out[key] = (key, matching[0])
+    return out
+
+
+#: How an aggregate reduces one repetition's per-configuration values.
+REDUCE = {"mean_over_sweep": statistics.fmean, "min_over_sweep": min, "max_over_sweep": max}
+
+
+def _estimates(claim: dict, num: dict, den: dict | None):
+    """(one estimate of the claim or None, {configuration: estimate}, why-not) from the sides' repetitions.
+
+    A claim reduced to one value (one configuration, or an ``aggregate``) gives one estimate; without an
+    aggregate over several configurations each configuration gets its own (and must hold at each); the
+    per-configuration estimates also serve ``every_point``. A ratio's sides from the same runs are paired
+    on (run, repetition): the claim's statistic is computed per repetition (harness/stats.py).
     """
     aggregate = claim.get("aggregate")
-    num, why, note_n = _side(claim, "numerator" if claim["compare"] == "ratio" else None, experiment, groups,
-                             context)
-    if why:
-        return None, None, why, None
-    notes = [n for n in [note_n] if n]
-    if claim["compare"] == "ratio":
-        den, why, note_d = _side(claim, "denominator", experiment, groups, context)
-        if why:
-            return None, None, why, None
-        notes += [n for n in [note_d] if n and n not in notes]  # both sides from one other run: say it once
-        if aggregate == "max_over_sweep":
-            top = max(den.values())
-            if not top:
-                return None, None, "the denominator measured zero", None
-            return max(num.values()) / top, None, None, notes
-        if 0 in den.values():
-            return None, None, "the denominator measured zero", None
-        if len(num) == 1 and len(den) == 1:
-            per_point = {(): next(iter(num.values())) / next(iter(den.values()))}
+    if den is None:  # an absolute value
+        parts = {k: stats.mean_value(list(v.values())) for k, v in num.items()}
+        if aggregate in REDUCE:
+            keys = _in_every(list(num.values()))
+            if not keys:
+                return None, None, "no repetition was measured at every configuration of the sweep"
+            return stats.mean_value([REDUCE[aggregate]([c[k] for c in num.values()]) for k in keys]), parts, None
+        return (next(iter(parts.values())) if len(parts) == 1 else None), parts, None
+    if any(v <= 0 for side in (num, den) for c in side.values() for v in c.values()):
+        return None, None, "a side measured zero (a ratio needs positive values on both sides)"
+    paired = bool(set().union(*num.values()) & set().union(*den.values()))
+    if aggregate == "max_over_sweep":  # each side's peak over the sweep, then their ratio
+        if paired:
+            keys = _in_every(list(num.values()) + list(den.values()))
+            if not keys:
+                return None, None, "no repetition was measured at every configuration of both sides"
+            return stats.paired_ratio([max(c[k] for c in num.values()) / max(c[k] for c in den.values())
+                                       for k in keys]), None, None
+        peaks = []
+        for side in (num, den):
+            keys = _in_every(list(side.values()))
+            if not keys:
+                return None, None, "no repetition was measured at every configuration of a side"
+            peaks.append([max(c[k] for c in side.values()) for k in keys])
+        return stats.unpaired_ratio(*peaks), None, None
+    pairs = _pairs(num, den)
+    if not pairs:
+        return None, None, "no configuration of the numerator pairs with one of the denominator"
+    ratios = {}  # per configuration: {(run, repetition): ratio}, paired sides only
+    parts = {}
+    for key, (n, d) in pairs.items():
+        if paired:
+            ratios[key] = {k: num[n][k] / den[d][k] for k in _in_every([num[n], den[d]])}
+            if not ratios[key]:
+                return None, None, f"no repetition pairs the numerator and denominator at {dict(key) or 'the claim'}"
+            parts[key] = stats.paired_ratio(list(ratios[key].values()))
         else:
-            per_point = {}
-            for key, value in num.items():
-                # pair on the swept values both sides have (another experiment may sweep other parameters)
-                matching = [d for k, d in den.items() if all(dict(key).get(n, v) == v for n, v in k)]
-                if len(matching) == 1:
-                    per_point[key] = value / matching[0]
-            if not per_point:
-                return None, None, "no configuration of the numerator pairs with one of the denominator", None
-    else:
-        per_point = num
-        if aggregate == "max_over_sweep":
-            return max(per_point.values()), list(per_point.values()), None, notes
-    values = list(per_point.values())
-    if aggregate == "mean_over_sweep":
-        return statistics.fmean(values), values, None, notes
-    if aggregate == "min_over_sweep":
-        return min(values), values, None, notes
-    if len(values) == 1:
-        return values[0], values, None, notes
-    return None, values, None, notes  # no aggregate: each configuration is judged on its own
+            parts[key] = stats.unpaired_ratio(list(num[n].values()), list(den[d].values()))
+    if aggregate in REDUCE:
+        if not paired:
+            return None, None, f"{aggregate} needs both sides measured in the same runs (paired repetitions)"
+        keys = _in_every(list(ratios.values()))
+        if not keys:
+            return None, None, "no repetition was measured at every configuration of the sweep"
+        return stats.paired_ratio([REDUCE[aggregate]([r[k] for r in ratios.values()]) for k in keys]), parts, None
+    return (next(iter(parts.values())) if len(parts) == 1 else None), parts, None
+
+
+def _interval_text(est: stats.Estimate) -> str:
+    if est.interval is None:
+        return f"{est.value:.4g} (n={est.n}, no interval)"
+    return f"{est.value:.4g} [{est.interval[0]:.4g}, {est.interval[1]:.4g}] (n={est.n})"
 
 
 def evaluate_claim(claim: dict, experiment: dict, groups: list[dict], context: dict) -> dict:
-    """Verdict on one claim from the aggregated measurements.
+    """Verdict on one claim from the pooled measurements (harness/stats.py states the method).
 
     ``context`` carries ``cores`` (this machine), ``paper_hardware``, ``scale``,
     ``not_runnable`` (variant -> reason) and ``other_runs`` (experiment id ->
-    ``{run_id, groups, not_runnable}`` of its newest complete run of the same
+    ``{runs, groups, not_runnable}`` of its pooled complete runs of the same
     build, for claims comparing with another experiment). An absolute claim is
     only comparable on the paper's hardware at the paper's scale; a ratio claim
-    compares two configurations measured in the same run (or, across
+    compares two configurations measured in the same runs (or, across
     experiments, in the named runs); a qualitative claim is never compared
     numerically. ``every_point`` requires each per-configuration value on one
     side of a value (WHEAT's latency below BFT-SMaRt's at every frontend).
+    A measured claim is *reproduced* when its 95% interval lies inside the
+    band, *not reproduced* when wholly outside, *inconclusive* otherwise (then
+    ``repetitions_needed`` says how many would decide it at the observed spread).
     """
     metric = claim.get("metric") or experiment.get("metric")
     tolerance = claim.get("tolerance") or {}
     result = {"id": claim["id"], "statement": claim.get("statement"), "compare": claim["compare"],
-              "expected": claim.get("expected"), "metric": metric, "measured": None,
+              "expected": claim.get("expected"), "metric": metric, "measured": None, "interval": None,
+              "repetitions": None, "repetitions_needed": None, "method": None,
               "tolerance": tolerance, "citation": claim.get("citation")}
 
     def verdict(v, reason=None):
@@ -287,49 +343,51 @@ def evaluate_claim(claim: dict, experiment: dict, groups: list[dict], context: d
                            f"an absolute value needs the paper's hardware and scale (paper: {cores or 'unknown'} "
                            f"cores, scale paper; here: {context.get('cores')} cores, scale {context.get('scale')})")
 
-    measured, per_point, why, notes = _measure(claim, experiment, groups, context)
+    ratio = claim["compare"] == "ratio"
+    num, why, note_n = _side(claim, "numerator" if ratio else None, experiment, groups, context)
     if why:
         return verdict("not comparable", why)
-    low, high, band = _band(claim)
+    notes = [n for n in [note_n] if n]
+    den = None
+    if ratio:
+        den, why, note_d = _side(claim, "denominator", experiment, groups, context)
+        if why:
+            return verdict("not comparable", why)
+        notes += [n for n in [note_d] if n and n not in notes]  # both sides from one other run: say it once
+    main, parts, why = _estimates(claim, num, den)
+    if why:
+        return verdict("not comparable", why)
+    low, high, band = claim_band(claim)
     where = f" (scale {context.get('scale')}" + "".join(f"; {n}" for n in notes) + ")"
-    if measured is None:  # several configurations, no aggregate: the claim holds at each
-        result["measured"] = [_clean(v) for v in per_point]
-        bad = [v for v in per_point if not low <= v <= high]
-        return verdict("not reproduced" if bad else "reproduced",
-                       f"measured {', '.join(f'{v:.4g}' for v in per_point)} at {len(per_point)} configurations, "
-                       f"expected each {band}{where}")
-    result["measured"] = _clean(measured)
-    reason = f"measured {measured:.4g}, expected {band}{where}"
-    ok = low <= measured <= high
+    used = [main] if main else list(parts.values())
+    result.update(method=used[0].method, repetitions=min(e.n for e in used))
+    if main:
+        result.update(measured=_clean(main.value), interval=[_clean(x) for x in main.interval] if main.interval else None)
+        judgements = [stats.judge(main, low, high)]
+        reason = f"measured {_interval_text(main)}, expected {band}{where}"
+    else:  # several configurations, no aggregate: the claim holds at each
+        result.update(measured=[_clean(e.value) for e in parts.values()],
+                      interval=[[_clean(x) for x in e.interval] if e.interval else None for e in parts.values()])
+        judgements = [stats.judge(e, low, high) for e in parts.values()]
+        reason = (f"measured {', '.join(_interval_text(e) for e in parts.values())} at {len(parts)} configurations, "
+                  f"expected each {band}{where}")
     each = claim.get("every_point")
-    if each and per_point:
+    if each and parts:
         limit_low, limit_high = each.get("lower", -math.inf), each.get("upper", math.inf)
-        off = [v for v in per_point if not limit_low <= v <= limit_high]
+        limits = [stats.judge(e, limit_low, limit_high) for e in parts.values()]
+        off = [e for e, j in zip(parts.values(), limits) if j.verdict != stats.REPRODUCED]
         reason += (f"; every configuration {'≤ ' + format(limit_high, '.4g') if 'upper' in each else '≥ ' + format(limit_low, '.4g')}: "
-                   + ("yes" if not off else f"no ({', '.join(f'{v:.4g}' for v in off)})"))
-        ok = ok and not off
-    return verdict("reproduced" if ok else "not reproduced", reason)
+                   + ("yes" if not off else f"not shown at {', '.join(_interval_text(e) for e in off)}"))
+        judgements += limits
+    overall = stats.combine(judgements)
+    result["repetitions_needed"] = overall.needed
+    if overall.verdict == stats.INCONCLUSIVE:
+        reason += f"; inconclusive: {overall.why}"
+    return verdict(overall.verdict, reason)
 
 
-def _other_runs(run: Run, experiment: dict) -> dict:
-    """The newest complete run, of this run's build, of each other experiment a claim compares with."""
-    wanted = {side.get("experiment") for c in experiment.get("claims") or []
-              for side in (c.get("numerator") or {}, c.get("denominator") or {})} - {None, experiment["id"]}
-    results, paper = run.path.parent.parent.parent, run.metadata["paper"]
-    build = (run.metadata.get("build") or {}).get("kind", "reference")
-    out = {}
-    for exp_id in sorted(wanted):
-        other = latest_complete_run(results, paper, exp_id, build)
-        summary = other.path / "summary.json" if other else None
-        if summary and summary.exists():
-            doc = read_json(summary)
-            out[exp_id] = {"run_id": other.metadata["run_id"], "groups": doc.get("groups") or [],
-                           "not_runnable": other.stored("resolved").get("not_runnable_variants") or {}}
-    return out
-
-
-def analyze_run(run: Run) -> dict:
-    """Re-compute every point summary from its parquet tables, then the run's ``summary.json``."""
+def point_summaries(run: Run) -> list[dict]:
+    """Every point summary of a run, re-computed from its parquet tables (and written)."""
     summaries = []
     for point_json in sorted((run.path / "points").glob("*/point.json")):
         point = read_json(point_json)
@@ -340,27 +398,69 @@ def analyze_run(run: Run) -> dict:
                     ("schema_version", "point", "variant", "sweep", "repetition", "status", "reason",
                      "valid", "invalid_reason", "metrics", "validity")}
             summaries.append(point_summary(point_json.parent, point, old["status"], old["reason"], keep))
-    stored = run.stored("experiment")
+    return summaries
+
+
+def _other_runs(run: Run, experiment: dict) -> dict:
+    """The pooled complete runs, of this run's build, of each other experiment a claim compares with."""
+    wanted = {side.get("experiment") for c in experiment.get("claims") or []
+              for side in (c.get("numerator") or {}, c.get("denominator") or {})} - {None, experiment["id"]}
+    results, paper = run.path.parent.parent.parent, run.metadata["paper"]
+    build = (run.metadata.get("build") or {}).get("kind", "reference")
+    out = {}
+    for exp_id in sorted(wanted):
+        chosen = select_runs(results, paper, exp_id, build_kind=build)
+        if chosen and chosen.complete:
+            out[exp_id] = {"runs": [r.metadata["run_id"] for r in chosen.pooled],
+                           "groups": aggregate({r.metadata["run_id"]: point_summaries(r) for r in chosen.pooled}),
+                           "not_runnable": chosen.shown.stored("resolved").get("not_runnable_variants") or {}}
+    return out
+
+
+def _summary(runs: list[Run], by_run: dict[str, list[dict]], other_runs: dict) -> dict:
+    """The summary of runs of one configuration (one run, or several pooled), oldest first."""
+    newest = runs[-1]
+    stored = newest.stored("experiment")
     experiment = stored["experiment"]
-    groups = aggregate(summaries)
-    resolved = run.stored("resolved")
-    context = {"cores": run.metadata["host"]["cores"], "scale": run.metadata.get("scale"),
+    groups = aggregate(by_run)
+    resolved = newest.stored("resolved")
+    context = {"cores": newest.metadata["host"]["cores"], "scale": newest.metadata.get("scale"),
                "paper_hardware": (stored.get("paper") or {}).get("hardware"),
                "not_runnable": resolved.get("not_runnable_variants") or {},
-               "other_runs": _other_runs(run, experiment)}
+               "other_runs": other_runs}
     claims = [evaluate_claim(c, experiment, groups, context) for c in experiment.get("claims") or []]
-    summary = {
+    every = [s for summaries in by_run.values() for s in summaries]
+    return {
         "schema_version": SCHEMA_VERSION,
-        "paper": run.metadata["paper"],
-        "experiment": run.metadata["experiment"],
-        "run_id": run.metadata["run_id"],
+        "paper": newest.metadata["paper"],
+        "experiment": newest.metadata["experiment"],
+        "run_id": newest.metadata["run_id"],
+        "runs": [r.metadata["run_id"] for r in runs],
         "metric": experiment.get("metric"),
-        "points": {"total": len(resolved.get("points") or []), "complete": sum(s["status"] == "complete" for s in summaries),
-                   "failed": sum(s["status"] == "failed" for s in summaries),
-                   "invalid": sum(not s["valid"] for s in summaries)},
+        "points": {"total": sum(len(r.stored("resolved").get("points") or []) for r in runs),
+                   "complete": sum(s["status"] == "complete" for s in every),
+                   "failed": sum(s["status"] == "failed" for s in every),
+                   "invalid": sum(not s["valid"] for s in every)},
         "groups": groups,
         "claims": claims,
     }
+
+
+def analyze_run(run: Run) -> dict:
+    """Re-compute every point summary from its parquet tables, then the run's ``summary.json``."""
+    summary = _summary([run], {run.metadata["run_id"]: point_summaries(run)},
+                       _other_runs(run, run.stored("experiment")["experiment"]))
     write_json(run.path / "summary.json", summary)
     return summary
 
+
+def analyze_pool(runs: list[Run]) -> dict:
+    """Each run's own ``summary.json`` (as ``analyze_run``), then the summary of all of them pooled
+    (runs of one configuration, oldest first; rundir.select_runs chooses them). Not written: the report
+    shows it."""
+    by_run, other = {}, _other_runs(runs[-1], runs[-1].stored("experiment")["experiment"])
+    for run in runs:
+        mine = by_run[run.metadata["run_id"]] = point_summaries(run)
+        own = _summary([run], {run.metadata["run_id"]: mine}, other)
+        write_json(run.path / "summary.json", own)
+    return _summary(runs, by_run, other) if len(runs) > 1 else own

@@ -1,11 +1,14 @@
 """Render a paper's report (Markdown and self-contained HTML) from stored runs only.
 
-For every experiment of the paper's catalogue the report shows the latest
-stored run (``results/<paper>/<experiment>/latest``): a figure drawn like the
-paper's (same axes and series) with the measured mean and standard deviation
-over repetitions and the published values beside them, a table of the same
-numbers, and a verdict per claim. Experiments that cannot run yet are listed
-with their reason. Rendering the same stored runs twice gives byte-identical
+For every experiment of the paper's catalogue the report pools the repetitions
+of every complete run of one configuration (``rundir.select_runs``: the newest
+complete run's scale, build, provider, cores and parameters), or of the runs
+named with ``--run`` / started ``--since`` a date, and lists every run it saw
+with why it is not pooled (incomplete, restricted to some variants, another
+configuration). It shows a figure drawn like the paper's (same axes and series)
+with the measured means and their 95% intervals and the published values beside
+them, a table of the same numbers, and a verdict per claim with its interval
+(harness/stats.py). Experiments that cannot run yet are listed with their reason. Rendering the same stored runs twice gives byte-identical
 files: nothing depends on the time of rendering, dictionaries are sorted and
 PNGs are written without software or time metadata.
 """
@@ -24,10 +27,11 @@ from .figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's A
 import matplotlib.pyplot as plt  # noqa: E402
 
 from . import fidelity, systems  # noqa: E402
-from .analyze import analyze_run  # noqa: E402
+from .analyze import analyze_pool  # noqa: E402
 from .catalogue import load_paper  # noqa: E402
 from .metrics import all_metrics  # noqa: E402
-from .rundir import latest_run  # noqa: E402
+from .errors import HarnessError  # noqa: E402
+from .rundir import Run, Selection, select_runs  # noqa: E402
 
 
 def fmt(value) -> str:
@@ -40,13 +44,25 @@ def fmt(value) -> str:
 
 
 def mean_sd_text(stats: dict, with_n: bool = True) -> str:
-    """``mean ± sd (n=N)``; one repetition has no spread to show, so ``mean (n=1, no spread)``."""
+    """``mean ± sd (n=N), 95% CI [low, high]``; one repetition has no spread to show, so
+    ``mean (n=1, no spread)``."""
     n = stats.get("n") or 0
     if stats.get("mean") is None:
         return f"– (n={n})" if with_n else "–"
     if n == 1 or stats.get("std") is None:
         return f"{fmt(stats['mean'])} (n={n}, no spread)" if n == 1 else f"{fmt(stats['mean'])} (n={n})"
-    return f"{fmt(stats['mean'])} ± {fmt(stats.get('std'))}" + (f" (n={n})" if with_n else "")
+    ci = stats.get("ci95")
+    return (f"{fmt(stats['mean'])} ± {fmt(stats.get('std'))}" + (f" (n={n})" if with_n else "")
+            + (f", 95% CI [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""))
+
+
+def _ci_errors(rows: list[dict]) -> list[list[float]] | None:
+    """Matplotlib's asymmetric ``yerr`` of the 95% intervals of ``rows`` (metric statistics), 0 where
+    a value has none (one repetition); None when none has one."""
+    if not any(r.get("ci95") for r in rows):
+        return None
+    return [[r["mean"] - r["ci95"][0] if r.get("ci95") else 0 for r in rows],
+            [r["ci95"][1] - r["mean"] if r.get("ci95") else 0 for r in rows]]
 
 
 def _params_text(params: dict) -> str:
@@ -119,15 +135,16 @@ def _draw_bars(ax, variants, labels, groups, published, metric, build=""):
     """One bar per configuration (measured mean ± sd, its value written on it) and a hollow diamond per
     published value. Returns the plotted values (for the choice of a log axis)."""
     ticks, names, plotted = [], [], []
-    measured_label, published_label = f"measured, {build} build (mean ± sd)" if build else "measured (mean ± sd)", \
-        "published"
+    measured_label, published_label = (f"measured, {build} build (mean, 95% CI)" if build
+                                       else "measured (mean, 95% CI)"), "published"
     for i, vid in enumerate(variants):
         stats = next(((g["metrics"].get(metric) or {}) for g in groups if g["variant"] == vid), {})
         if stats.get("mean") is not None:
-            ax.bar(i, stats["mean"], yerr=stats["std"] or None, width=0.5, color="C0", alpha=0.8,
+            ax.bar(i, stats["mean"], yerr=_ci_errors([stats]), width=0.5, color="C0", alpha=0.8,
                    capsize=4, label=measured_label)
             # above the error bar's cap, so that the two do not overlap
-            ax.annotate(fmt(stats["mean"]), (i, stats["mean"] + (stats.get("std") or 0)), xytext=(0, 2),
+            top = stats["ci95"][1] if stats.get("ci95") else stats["mean"]
+            ax.annotate(fmt(stats["mean"]), (i, top), xytext=(0, 2),
                         textcoords="offset points",
                         ha="center", va="bottom", fontsize=8, color="C0")
             plotted.append(stats["mean"])
@@ -162,7 +179,7 @@ def _draw_lines(ax, x, variants, labels, groups, published, metric, build="", se
                            if all(g["sweep"].get(k) == v for k, v in split.items())), key=lambda r: r[0])
             rows = [(xv, s) for xv, s in rows if s.get("mean") is not None]
             if rows:
-                ax.errorbar([r[0] for r in rows], [r[1]["mean"] for r in rows], yerr=[r[1]["std"] for r in rows],
+                ax.errorbar([r[0] for r in rows], [r[1]["mean"] for r in rows], yerr=_ci_errors([r[1] for r in rows]),
                             marker="o", color=f"C{line}", capsize=3,
                             label=f"{name} (measured{', ' + build + ' build' if build else ''})")
                 plotted += [r[1]["mean"] for r in rows]
@@ -181,16 +198,22 @@ def _draw_lines(ax, x, variants, labels, groups, published, metric, build="", se
 
 
 def caption(run_meta: dict, summary: dict, resolved: dict) -> str:
-    """Build, provider, cores, scale and repetitions of the run behind a figure."""
+    """Build, provider, cores, scale and repetitions of the runs behind a figure (``run_meta``: the newest)."""
     host = run_meta.get("host") or {}
     pts = summary["points"]
     notes = sorted({d["note"] for d in ((run_meta.get("build") or {}).get("drivers") or {}).values() if d.get("note")})
+    runs = summary.get("runs") or [run_meta["run_id"]]
+    pooled = len(runs) > 1
+    which = (f"{len(runs)} runs pooled ({', '.join(runs)}; newest {run_meta['status']})" if pooled
+             else f"run {run_meta['run_id']} ({run_meta['status']})")
     return (f"Build: {build_text(run_meta)}; provider: {run_meta.get('provider')}; "
             f"{host.get('cores')} cores ({host.get('cpu_model')}); scale: {run_meta.get('scale')}; "
-            f"run {run_meta['run_id']} ({run_meta['status']}), {pts['complete']} of {pts['total']} points "
-            f"complete, {resolved.get('repetitions')} repetition(s) per configuration. "
+            f"{which}, {pts['complete']} of {pts['total']} points complete, "
+            + ("their repetitions pooled per configuration (n in the table). " if pooled
+               else f"{resolved.get('repetitions')} repetition(s) per configuration. ")
             + ("Measured values: one repetition each, so no spread (no error bars); "
-               if resolved.get("repetitions") == 1 else "Measured values: mean ± standard deviation over repetitions; ")
+               if resolved.get("repetitions") == 1 and not pooled
+               else "Measured values: mean with its 95% interval (Student t) over repetitions; ")
             + "hollow diamonds: published values."
             + "".join(f" {n}" for n in notes))
 
@@ -284,14 +307,32 @@ def _reason_text(claim: dict) -> str:
     return reason.replace(f"; comparable on: {caveat}", "") if caveat else reason
 
 
+def measured_text(claim: dict) -> str:
+    """A claim's measured value with its 95% interval and repetitions (one per configuration where it
+    holds at each), e.g. ``1.02 [0.95, 1.1] (n=3)``; ``(n=1, no interval)`` for a single repetition."""
+    measured = claim.get("measured")
+    if measured is None:
+        return "–"
+    n = claim.get("repetitions")
+    values = measured if isinstance(measured, list) else [measured]
+    intervals = claim.get("interval") if isinstance(measured, list) else [claim.get("interval")]
+    intervals = intervals or [None] * len(values)
+    texts = [fmt(v) + (f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else (" (no interval)" if n is not None else ""))
+             for v, ci in zip(values, intervals)]
+    return "; ".join(texts) + (f" (n={n})" if n is not None else "")
+
+
 def _claims_rows(claims: list[dict], experiment_id: str | None = None) -> list[list[str]]:
     return [([experiment_id] if experiment_id else []) +
-            [c.get("statement") or c["id"], f"{c['compare']} {fmt(c['expected'])}", fmt(c.get("measured")),
-             f"**{c['verdict']}**", _reason_text(c), c.get("comparable_on") or "–"] for c in claims]
+            [c.get("statement") or c["id"], f"{c['compare']} {fmt(c['expected'])}", measured_text(c),
+             f"**{c['verdict']}**", _reason_text(c), c.get("comparable_on") or "–",
+             c.get("evidence") or "–"] for c in claims]
 
 
-#: ``caveat``: the claim's ``comparable_on`` (what a comparison with the paper needs), beside any verdict.
-CLAIM_HEADERS = ["claim", "expected", "measured", "verdict", "reason", "caveat (comparable on)"]
+#: ``caveat``: the claim's ``comparable_on`` (what a comparison with the paper needs), beside any verdict;
+#: ``evidence``: the build, the host's cores and the runs whose repetitions were pooled.
+CLAIM_HEADERS = ["claim", "expected", "measured [95% CI] (n)", "verdict", "reason", "caveat (comparable on)",
+                 "evidence (build, cores, runs pooled)"]
 
 
 def with_caveats(claims: list[dict], experiment: dict) -> list[dict]:
@@ -429,13 +470,15 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     return blocks + figures
 
 
-def validity_blocks(run) -> list[tuple]:
-    """Per point: where its valid count comes from and what that says, the log patterns it
-    matched, and the work check (harness/validity.py, docs/validity.md)."""
+def validity_blocks(runs: list) -> list[tuple]:
+    """Per point of each run: where its valid count comes from and what that says, the log patterns it
+    matched, and the work check (harness/validity.py, docs/validity.md). A ``run`` column where several
+    runs are pooled."""
     from .rundir import read_json
 
     rows = []
-    for summary_path in sorted((run.path / "points").glob("*/summary.json")):
+    several = len(runs) > 1
+    for summary_path in (p for run in runs for p in sorted((run.path / "points").glob("*/summary.json"))):
         s = read_json(summary_path)
         v = s.get("validity") or {}
         invalid = v.get("ledger_invalid") or {}
@@ -448,7 +491,7 @@ def validity_blocks(run) -> list[tuple]:
         else:
             work_text = work.get("status", "no work stated") + (f" ({work['reason']})" if work.get("reason") else "")
         mutations = v.get("mutations")
-        rows.append([s["point"], s["status"], v.get("counts_from", "–"),
+        rows.append(([summary_path.parent.parent.parent.name] if several else []) + [s["point"], s["status"], v.get("counts_from", "–"),
                      fmt(v.get("ledger_valid")) if "ledger_valid" in v else "–",
                      ", ".join(f"{k} {n}" for k, n in invalid.items()) or "none",
                      ", ".join(f"{k} {n}" for k, n in sorted(logs.items())) or "none",
@@ -461,7 +504,7 @@ def validity_blocks(run) -> list[tuple]:
                   "against its system's patterns (`systems/<system>/validity.yaml`), and the CPU of its timed "
                   "section against the signature verifications the paper says each transaction needs, at this "
                   "run's measured cost of one verification. A point failing any of them is failed and left out."),
-            ("table", ["point", "status", "valid count from", "valid (ledger)", "invalid (ledger codes)",
+            ("table", (["run"] if several else []) + ["point", "status", "valid count from", "valid (ledger)", "invalid (ledger codes)",
                        "log patterns matched", "work check"], rows)]
 
 
@@ -487,15 +530,37 @@ def conditions_blocks(experiment: dict, resolved: dict, deviations: bool = True)
     return [("p", " ".join(text))] if text else []
 
 
-def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tuple], list[dict]]:
-    """The report blocks (figures inline as PNG bytes) of one experiment with a stored run, and its claim verdicts."""
-    summary = analyze_run(run)
+def runs_blocks(selection: Selection) -> list[tuple]:
+    """Which runs a section pools, and every other run of the experiment with why it is not pooled."""
+    runs = selection.pooled
+    config = selection.configuration
+    if selection.complete:
+        text = (f"Pooled: {len(runs)} complete run(s) of one configuration (scale {config['scale']}, "
+                f"{config['build']['kind']} build, provider {config['provider']}, {config['cores']} cores): "
+                + ", ".join(f"`{r.id}`" for r in runs) + ".")
+    else:
+        text = (f"No complete run of this experiment: shown is the newest run, `{runs[0].id}` "
+                f"({selection.listed[0]['why']}), with only the points it completed.")
+    blocks = [("p", text)]
+    others = [r for r in selection.listed if not r["pooled"]]
+    if others:
+        blocks.append(("p", "Other runs of this experiment, not pooled (a run of another configuration is "
+                            "never pooled with these; an incomplete one never shown instead of a complete one):"))
+        blocks.append(("table", ["run", "status", "started (UTC)", "why not pooled"],
+                       [[f"`{r['run_id']}`", r["status"], r["started_utc"] or "–", r["why"]] for r in others]))
+    return blocks
+
+
+def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) -> tuple[list[tuple], list[dict]]:
+    """The report blocks (figures inline as PNG bytes) of one experiment's selected runs (pooled), and its
+    claim verdicts. Figures of resources and system report parts are the newest pooled run's."""
+    run = selection.shown
+    summary = analyze_pool(selection.pooled)
     stored = run.stored("experiment")["experiment"]
     resolved = run.stored("resolved")
     blocks = [("h2", f"{stored.get('ref', stored['id'])}: {stored['title']}"),
-              ("p", f"Experiment `{stored['id']}`, driver `{stored.get('driver')}`, run `{run.path.name}` "
-                    f"(status {run.metadata['status']}"
-                    + (f": {run.metadata['reason']}" if run.metadata.get("reason") else "") + ").")]
+              ("p", f"Experiment `{stored['id']}`, driver `{stored.get('driver')}`.")]
+    blocks += runs_blocks(selection)
     kind = (run.metadata.get("build") or {}).get("kind", "")
     png = draw_figure(stored, summary, kind)
     cap = caption(run.metadata, summary, resolved)
@@ -518,12 +583,24 @@ def experiment_blocks(experiment: dict, run, figure_name: str) -> tuple[list[tup
     headers, rows = _measured_table(stored, summary, kind)
     if rows:
         blocks.append(("table", headers, rows))
-    claims = with_caveats(summary["claims"], stored)
+    evidence = (f"{kind or 'reference'}, {selection.configuration['cores']} cores, "
+                f"{len(selection.pooled)} run(s): " + ", ".join(r.id for r in selection.pooled))
+    claims = [{**c, "evidence": evidence} for c in with_caveats(summary["claims"], stored)]
     if claims:
         blocks.append(("table", CLAIM_HEADERS, _claims_rows(claims)))
-    blocks += validity_blocks(run)
+        blocks.append(("p", VERDICT_METHOD))
+    blocks += validity_blocks(selection.pooled)
     blocks += resource_blocks(run, figure_name.removesuffix(".png"))
     return blocks, claims
+
+
+#: How a verdict is reached, said once under each claims table (harness/stats.py, docs/catalogue.md).
+VERDICT_METHOD = ("Verdicts: *reproduced* when the measured value's 95% interval lies inside the claim's band, "
+                  "*not reproduced* when it lies wholly outside, *inconclusive* otherwise (with the repetitions that "
+                  "would decide it at the observed spread) and always at one repetition, which has no spread; "
+                  "*not comparable* when it cannot be measured here. Ratios pair the repetitions of one run "
+                  "(same run, same repetition index): Student t on the log ratios; sides from different runs: "
+                  "Welch t on the log values.")
 
 
 def _claims_once(blocks: list[tuple], experiment_id: str) -> list[tuple]:
@@ -531,6 +608,8 @@ def _claims_once(blocks: list[tuple], experiment_id: str) -> list[tuple]:
     the section points there instead of repeating it (a run's own report.md keeps its table)."""
     out = []
     for b in blocks:
+        if b == ("p", VERDICT_METHOD):  # said once, under the Claims table
+            continue
         if b[0] == "table" and list(b[1]) == CLAIM_HEADERS:
             out.append(("p", f"Verdicts of this experiment's {len(b[2])} claim(s): rows `{experiment_id}` of the "
                              "Claims table at the top."))
@@ -539,16 +618,26 @@ def _claims_once(blocks: list[tuple], experiment_id: str) -> list[tuple]:
     return out
 
 
-def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path | None = None) -> Path:
-    """Render ``reports/<paper>/report.md`` and ``report.html`` (and each run's own section); return the dir."""
+def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path | None = None,
+                 runs: list[Path] | None = None, since: str | None = None) -> Path:
+    """Render ``reports/<paper>/report.md`` and ``report.html`` (and each experiment's section as
+    ``report.md`` of its newest pooled run); return the dir.
+
+    Each experiment pools its complete runs of one configuration (``rundir.select_runs``); ``runs``
+    (run directories of this paper) or ``since`` (a UTC date or time) restrict the runs considered.
+    """
     paper = load_paper(paper_id, papers_dir)
     info = paper.doc["paper"]
+    for path in runs or []:
+        named = Run.open(path)  # refuses a directory that is not a run
+        if named.metadata["paper"] != paper_id:
+            raise HarnessError(f"--run {path}: a run of paper {named.metadata['paper']!r}, not {paper_id!r}")
     out = Path(reports) / paper_id
     (out / "figures").mkdir(parents=True, exist_ok=True)
     body, all_claims, not_runnable, not_run = [], [], [], []
     for experiment in paper.experiments:
-        run = latest_run(results, paper_id, experiment["id"])
-        if run is None:
+        selection = select_runs(results, paper_id, experiment["id"], named=runs, since=since)
+        if selection is None:
             if experiment.get("runnable"):
                 not_run.append([experiment["id"], experiment["title"]])
             else:
@@ -556,7 +645,8 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
                                      experiment.get("not_runnable_reason") or "not runnable"])
             continue
         figure = f"figures/{experiment['id']}.png"
-        blocks, claims = experiment_blocks(experiment, run, figure)
+        blocks, claims = experiment_blocks(experiment, selection, figure)
+        run = selection.shown
         body += _claims_once(blocks, experiment["id"])
         all_claims += [[experiment["id"]] + r for r in _claims_rows(claims)]
         for _, name, png, _caption in (b for b in blocks if b[0] == "img"):
@@ -567,13 +657,18 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
 
     head = [("h1", f"{info['title']}"),
             ("p", ", ".join(info.get("authors") or []) + (f". {info['venue']}." if info.get("venue") else "")),
-            ("p", "Measured by this repository's harness from the stored runs named in each section; "
-                  "published values are quoted from the paper with their place in it.")]
+            ("p", "Measured by this repository's harness from the stored runs named in each section "
+                  "(every complete run of one configuration, pooled); published values are quoted from the paper "
+                  "with their place in it.")]
+    if runs is not None or since:
+        head.append(("p", "Runs considered: " + (f"those named with --run ({len(runs)})" if runs is not None else "all")
+                          + (f", started since {since}" if since else "") + "."))
     if all_claims:
-        head += [("h2", "Claims"), ("table", ["experiment"] + CLAIM_HEADERS, all_claims)]
+        head += [("h2", "Claims"), ("table", ["experiment"] + CLAIM_HEADERS, all_claims), ("p", VERDICT_METHOD)]
     tail = []
     if not_run:
-        tail += [("h2", "Not run yet"), ("table", ["experiment", "title"], not_run)]
+        title = "Not run yet" if runs is None and not since else "No run selected"
+        tail += [("h2", title), ("table", ["experiment", "title"], not_run)]
     if not_runnable:
         tail += [("h2", "Not runnable yet"), ("table", ["experiment", "title", "reason"], not_runnable)]
     body += fidelity.blocks(fidelity.fidelity(results, paper_id, paper.experiments, info.get("baseline_system")), fmt)

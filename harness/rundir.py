@@ -336,7 +336,137 @@ def latest_complete_run(results: Path, paper: str, experiment: str, build: str) 
     return Run.open(found[1]) if found else None
 
 
-def latest_run(results: Path, paper: str, experiment: str) -> Run | None:
-    """The run the ``latest`` link of an experiment points to, if any."""
-    link = Path(results) / paper / experiment / "latest"
-    return Run.open(link.resolve()) if link.exists() else None
+#: plan.make_plan's reason for a variant that ``--variant`` did not choose: such a run is restricted.
+LEFT_OUT = "left out of this run"
+
+
+def build_identity(meta: dict) -> dict:
+    """What identifies a run's build: for upstream builds each variant's build key (commit, patches,
+    flavours, toolchain; and its companions'), for the reference build this repository's commit (and
+    whether the tree had changes)."""
+    build = meta.get("build") or {}
+    if build.get("kind") == "upstream":
+        per = build.get("variants") or build.get("systems") or {}
+        return {"kind": "upstream",
+                "keys": {name: {"key": b.get("key") or b.get("built_commit"),
+                                **({"companions": {c: x.get("key") for c, x in sorted(b["companions"].items())}}
+                                   if b.get("companions") else {})}
+                         for name, b in sorted(per.items())}}
+    return {"kind": build.get("kind", "reference"),
+            "source": str(build.get("source")) + ("-dirty" if (meta.get("git") or {}).get("dirty") else "")}
+
+
+def configuration(run: "Run") -> dict:
+    """What must be equal for runs of one experiment to be pooled: scale, build, provider, the host's
+    cores and CPU model, and the values of the parameters the run did not sweep."""
+    host = run.metadata.get("host") or {}
+    resolved = run.stored("resolved")
+    return {"scale": run.metadata.get("scale"), "build": build_identity(run.metadata),
+            "provider": run.metadata.get("provider"), "cores": host.get("cores"), "cpu_model": host.get("cpu_model"),
+            "parameters": {k: v.get("value") if isinstance(v, dict) else v
+                           for k, v in sorted((resolved.get("parameters") or {}).items())}}
+
+
+def configuration_difference(a: dict, b: dict) -> str:
+    """Which facts of configuration ``a`` differ from ``b``, in words (``cores 16, not 2``)."""
+    out = []
+    for key in a:
+        if a[key] == b.get(key):
+            continue
+        if key == "parameters":
+            names = sorted(k for k in {**a[key], **b[key]} if a[key].get(k) != b[key].get(k))
+            out += [f"{k}={a[key].get(k)}, not {b[key].get(k)}" for k in names]
+        elif key == "build":
+            out.append("another build" + (f" ({a[key]['kind']})" if a[key].get("kind") != b[key].get("kind") else ""))
+        else:
+            out.append(f"{key.replace('_', ' ')} {a[key]}, not {b.get(key)}")
+    return "; ".join(out)
+
+
+@dataclass
+class Selection:
+    """The runs of one experiment a report shows, and every other run it saw.
+
+    ``pooled``: complete runs of one configuration (the newest complete run's), oldest first, whose
+    repetitions are pooled; when no run is complete, the newest run alone (``complete`` False).
+    ``listed``: every run considered, newest first, each ``{run_id, path, status, started_utc,
+    pooled, why}`` (why: the reason it is not pooled).
+    """
+
+    pooled: list[Run]
+    listed: list[dict]
+    complete: bool
+    configuration: dict
+
+    @property
+    def shown(self) -> Run:
+        """The newest pooled run (its figures and resources are shown)."""
+        return self.pooled[-1]
+
+
+def _since(value: str) -> str:
+    """A ``--since`` date or time as the run ids' UTC form (``2025-01-31`` or ``2025-01-31T12:00:00Z``)."""
+    for form in ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"):
+        try:
+            return iso(datetime.strptime(value, form))
+        except ValueError:
+            continue
+    raise HarnessError(f"--since {value!r}: give a UTC date or time, e.g. 2025-01-31 or 2025-01-31T12:00:00Z")
+
+
+def select_runs(results: Path, paper: str, experiment: str, *, named: list[Path] | None = None,
+                since: str | None = None, build_kind: str | None = None) -> Selection | None:
+    """The runs of an experiment to show: every complete run of the newest complete run's configuration
+    (``configuration``), pooled. Failed, interrupted, still running, abandoned and ``--variant``-restricted
+    runs and complete runs of other configurations are listed, never shown instead of a complete run; with
+    no complete run the newest run is shown alone. ``named`` (run directories) or ``since`` (a UTC date or
+    time) restrict the runs considered; ``build_kind`` keeps only runs of that build. None without runs.
+    """
+    named_paths = {Path(p).resolve() for p in named} if named is not None else None
+    since = _since(since) if since else None
+    runs, unreadable = [], []
+    for meta_path in sorted(Path(results).glob(f"{paper}/{experiment}/*/metadata.json")):
+        if meta_path.parent.is_symlink() or (named_paths is not None and meta_path.parent.resolve() not in named_paths):
+            continue
+        try:
+            run = Run.open(meta_path.parent)
+        except (HarnessError, json.JSONDecodeError) as e:
+            unreadable.append({"run_id": meta_path.parent.name, "path": str(meta_path.parent), "status": "unreadable",
+                               "started_utc": None, "pooled": False, "why": str(e)})
+            continue
+        if since and run.metadata["started_utc"] < since:
+            continue
+        if build_kind and (run.metadata.get("build") or {}).get("kind", "reference") != build_kind:
+            continue
+        runs.append(run)
+    if not runs:
+        return None
+    runs.sort(key=lambda r: (r.metadata["started_utc"], r.id), reverse=True)
+
+    def status(run):
+        s = run.metadata["status"]
+        if s == "running" and not _pid_alive(run.metadata.get("harness_pid")):
+            return "abandoned"
+        return s
+
+    def left_out(run):
+        return sorted(v for v, why in (run.stored("resolved").get("not_runnable_variants") or {}).items()
+                      if str(why).startswith(LEFT_OUT))
+
+    complete = [r for r in runs if status(r) == "complete" and not left_out(r)]
+    configs = {r.id: configuration(r) for r in runs}
+    shown = configs[(complete[0] if complete else runs[0]).id]
+    pooled, listed = [], []
+    for run in runs:
+        why = None
+        if status(run) != "complete":
+            why = f"{status(run)}" + (f": {run.metadata['reason']}" if run.metadata.get("reason") else "")
+        elif left_out(run):
+            why = f"restricted to some variants ({', '.join(left_out(run))} left out)"
+        elif configs[run.id] != shown:
+            why = "another configuration: " + configuration_difference(configs[run.id], shown)
+        if why is None or (not complete and run is runs[0]):
+            pooled.append(run)
+        listed.append({"run_id": run.id, "path": str(run.path), "status": status(run),
+                       "started_utc": run.metadata["started_utc"], "pooled": run in pooled, "why": why})
+    return Selection(pooled=pooled[::-1], listed=listed + unreadable, complete=bool(complete), configuration=shown)

@@ -1,8 +1,11 @@
 """Claims of the catalogue can fail: synthetic measurements on the wrong side give "not reproduced".
 
 The measurements here are synthetic groups (the shape ``analyze.aggregate``
-makes), not runs. Several claims use metrics the harness does not compute yet
-(e.g. WHEAT's latency percentiles): for those, ``METRICS`` is widened in the
+makes: each metric's repetitions as [run, index, value]), not runs. Every group
+has three repetitions scaled by the same factors, so that paired ratios are exact
+and their interval is a point: these tests exercise the scoring, the interval
+tests are in test_stats.py. Several claims use metrics the harness does not compute yet
+(e.g. WHEAT's latency percentiles): for those, ``all_metrics()`` is widened in the
 test (a TEST DOUBLE of the metric registry), because what is tested is the
 scoring, which is the same for every metric.
 """
@@ -26,15 +29,22 @@ def _claim(experiment: dict, claim_id: str) -> dict:
     return next(c for c in experiment["claims"] if c["id"] == claim_id)
 
 
-def _group(variant: str, metrics: dict, **sweep) -> dict:
-    return {"variant": variant, "sweep": sweep, "metrics": {k: {"mean": v} for k, v in metrics.items()}}
+#: Every synthetic group's three repetitions: the value times these factors.
+FACTORS = (0.99, 1.0, 1.01)
+
+
+def _group(variant: str, metrics: dict, run: str = "r", **sweep) -> dict:
+    return {"variant": variant, "sweep": sweep,
+            "metrics": {k: {"mean": v, "repetitions": [[run, i, v * f] for i, f in enumerate(FACTORS)]}
+                        for k, v in metrics.items()}}
 
 
 @pytest.fixture(autouse=True)
 def every_metric_computed(monkeypatch):
     """TEST DOUBLE: every catalogue metric counts as computed, so that the scoring itself is exercised."""
     schema = yaml.safe_load((PAPERS / "schema.json").read_text(encoding="utf-8"))
-    monkeypatch.setattr(analyze, "METRICS", {m: None for m in schema["$defs"]["metric"]["enum"]})
+    every = {m: None for m in schema["$defs"]["metric"]["enum"]}
+    monkeypatch.setattr(analyze, "all_metrics", lambda: every)
 
 
 def _verdict(paper, experiment_id, claim_id, groups, other_runs=None):
@@ -79,8 +89,8 @@ def _signing(peak_tps: float, signatures_capacity: float) -> tuple[list[dict], d
     groups = [_group("bftsmart", {"orderer_throughput_tps": peak_tps}, envelopes_per_block=10, receivers=1),
               _group("bftsmart", {"orderer_throughput_tps": peak_tps / 3}, envelopes_per_block=10, receivers=32),
               _group("bftsmart", {"orderer_throughput_tps": 5 * peak_tps}, envelopes_per_block=100, receivers=1)]
-    signer = {"text-signature-bench": {"run_id": "r-sign", "groups": [
-        _group("bftsmart", {"signed_envelopes_per_s": signatures_capacity})]}}
+    signer = {"text-signature-bench": {"runs": ["r-sign"], "groups": [
+        _group("bftsmart", {"signed_envelopes_per_s": signatures_capacity}, run="r-sign")]}}
     return groups, signer
 
 
@@ -123,13 +133,13 @@ def test_o2_average_speedup_is_the_mean_of_per_payload_ratios(ratios, verdict, m
     assert (out["verdict"], out["measured"]) == (verdict, measured), out["reason"]
 
 
-def _fujitsu(existent: dict, revised: dict) -> list[dict]:
+def _fujitsu(existent: dict, revised: dict, run: str = "r") -> list[dict]:
     groups = []
     for nodes, peaks in ((1, (existent[1], revised[1])), (4, (existent[4], revised[4]))):
         for processes, share in ((8, 1.0), (16, 0.9), (32, 0.7)):
-            groups.append(_group("existent-api", {"throughput_tps": peaks[0] * share}, nodes=nodes,
+            groups.append(_group("existent-api", {"throughput_tps": peaks[0] * share}, run=run, nodes=nodes,
                                  concurrent_processes=processes))
-            groups.append(_group("revised-api", {"throughput_tps": peaks[1] * (1.7 - share)}, nodes=nodes,
+            groups.append(_group("revised-api", {"throughput_tps": peaks[1] * (1.7 - share)}, run=run, nodes=nodes,
                                  concurrent_processes=processes))
     return groups
 
@@ -150,7 +160,8 @@ def test_fujitsu_peak_ratios_get_verdicts(claim, nodes):
 @pytest.mark.parametrize("revised,verdict", [(1417, "reproduced"), (800, "not reproduced"), (1900, "reproduced"),
                                              (4000, "not reproduced")])
 def test_fujitsu_expectation_is_compared_with_the_measured_gain_of_fig4(revised, verdict):
-    other = {"fig4-api-comparison": {"run_id": "r-fig4", "groups": _fujitsu({1: 717, 4: 725}, {1: revised, 4: 1350})}}
+    other = {"fig4-api-comparison": {"runs": ["r-fig4"],
+                                     "groups": _fujitsu({1: 717, 4: 725}, {1: revised, 4: 1350}, run="r-fig4")}}
     out = _verdict("fujitsu-api", "fig2-chaincode-time", "expected-2.5x", [], other)
     assert out["verdict"] == verdict, out["reason"]
     assert out["reason"].count("fig4-api-comparison from run r-fig4") == 1  # both sides, one run: named once
@@ -164,8 +175,9 @@ def test_cross_experiment_claim_without_a_run_of_the_other_experiment_says_so():
 @pytest.mark.parametrize("couch,verdict", [(4.0, "reproduced"), (1.0, "not reproduced")])
 def test_couchdb_vscc_4x_pairs_equal_thread_counts_across_experiments(couch, verdict):
     fig4 = [_group("original-couchdb", {"vscc_latency_ms": 10.0 * couch * t / 16}, vscc_threads=t) for t in (16, 48)]
-    fig2 = {"fig2-original-leveldb-vscc-threads": {"run_id": "r-fig2", "groups": [
-        _group("original-leveldb", {"vscc_latency_ms": 10.0 * t / 16}, vscc_threads=t) for t in (16, 32, 48)]}}
+    fig2 = {"fig2-original-leveldb-vscc-threads": {"runs": ["r-fig2"], "groups": [
+        _group("original-leveldb", {"vscc_latency_ms": 10.0 * t / 16}, run="r-fig2", vscc_threads=t)
+        for t in (16, 32, 48)]}}
     out = _verdict("validation-opt", "fig4-original-couchdb-vscc-threads", "couchdb-vscc-4x", fig4, fig2)
     assert out["verdict"] == verdict, out["reason"]
     assert out["measured"] == [couch, couch]
@@ -213,7 +225,7 @@ def test_every_scored_claim_fails_for_some_measurement():
             for claim in experiment.get("claims") or []:
                 if claim["compare"] != "ratio" or claim.get("expected") is None:
                     continue
-                low, high, _ = analyze._band(claim)
+                low, high, _ = analyze.claim_band(claim)
                 assert low > 0 or high < float("inf"), f"{path.name}/{claim['id']}: the band admits every ratio"
 
 

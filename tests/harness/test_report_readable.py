@@ -96,10 +96,10 @@ def test_claims_table_appears_once_in_the_paper_report(root, tmp_path, monkeypat
         seen.append(experiment["id"])
         mine = [claim] if len(seen) == 1 else []
         return [("h2", experiment["id"])] + ([("table", R.CLAIM_HEADERS, R._claims_rows(mine))] if mine else []), mine
-    def latest(results, paper, exp):
+    def select(results, paper, exp, **_kw):  # TEST DOUBLE of rundir.select_runs: one run per experiment
         (tmp_path / "runs" / exp).mkdir(parents=True, exist_ok=True)
-        return SimpleNamespace(path=tmp_path / "runs" / exp)
-    monkeypatch.setattr(R, "latest_run", latest)
+        return SimpleNamespace(shown=SimpleNamespace(path=tmp_path / "runs" / exp))
+    monkeypatch.setattr(R, "select_runs", select)
     monkeypatch.setattr(R, "experiment_blocks", blocks)
     out = R.render_paper("mini", tmp_path / "results", tmp_path / "reports", root / "papers")
     md = (out / "report.md").read_text()
@@ -245,7 +245,7 @@ def test_comparable_on_is_shown_beside_a_reproduced_verdict_and_not_twice():
 def _fake_run(tmp_path, experiment):
     (tmp_path / "points").mkdir(exist_ok=True)
     docs = {"experiment": {"experiment": experiment}, "resolved": {"scale": "local", "repetitions": 3}}
-    return SimpleNamespace(path=tmp_path, stored=lambda key: docs[key],
+    return SimpleNamespace(path=tmp_path, id="r", stored=lambda key: docs[key],
                            metadata={"status": "complete", "run_id": "r", "provider": "local", "scale": "local"})
 
 
@@ -258,8 +258,11 @@ def test_an_experiments_section_shows_its_deviations_once(tmp_path, monkeypatch,
         # a test double of a system's report part that tables the deviations itself
         monkeypatch.setattr(R.systems, "report_parts", lambda: {"phase-breakdown": lambda *a: [
             ("table", ["deviation", "why"], [["all roles on one machine", "2 cores"]])]})
-    monkeypatch.setattr(R, "analyze_run", lambda run: {"groups": [], "claims": [],
-                                                       "points": {"complete": 0, "total": 0}})
-    blocks, _ = R.experiment_blocks(exp, _fake_run(tmp_path, exp), "figures/e.png")
+    monkeypatch.setattr(R, "analyze_pool", lambda runs: {"groups": [], "claims": [],
+                                                         "points": {"complete": 0, "total": 0}})
+    selection = R.Selection(pooled=[_fake_run(tmp_path, exp)], listed=[], complete=True,
+                            configuration={"scale": "local", "build": {"kind": "reference"}, "provider": "local",
+                                           "cores": 2})
+    blocks, _ = R.experiment_blocks(exp, selection, "figures/e.png")
     md = R.to_markdown(blocks)
     assert md.count("all roles on one machine") == 1 and "loadgen_streams=50" in md

@@ -1,0 +1,247 @@
+"""95% intervals of measured values and ratios, and the three verdicts of a claim (docs/catalogue.md,
+"How a claim is judged").
+
+* A measured value (a metric's mean over repetitions): Student's t interval of the mean, n - 1 degrees
+  of freedom.
+* A ratio whose sides were measured in the same runs: **paired** repetitions (same run, same repetition
+  index). The claim's statistic (a ratio, or the mean / smallest / peak-over-peak ratio over a sweep) is
+  computed from each repetition's own values, giving n ratios; the estimate is their geometric mean and the
+  interval Student's t on their logarithms (n - 1 degrees of freedom), exponentiated. Logarithms make a
+  ratio and its inverse symmetric and keep the interval above zero.
+* A ratio whose sides come from different runs (another experiment's): **unpaired**; Welch's t interval
+  on the difference of the two sides' mean logarithms, Welch–Satterthwaite degrees of freedom.
+* One repetition (in the unpaired case: one on either side) has no spread, so no interval: the test is
+  refused at that sample size and the verdict is *inconclusive*.
+
+A verdict compares the interval with the claim's band: *reproduced* when the interval lies inside it,
+*not reproduced* when it lies wholly outside, *inconclusive* otherwise. For an inconclusive verdict
+``repetitions_needed`` is the smallest number of repetitions whose interval, at the observed spread and
+estimate, would no longer cross the band's nearest edge.
+
+No rank test is used: with 3 repetitions a side the exact Mann–Whitney test's smallest two-sided p-value
+is 0.1, so it could never reject at 0.05 (``invoke regress`` refuses it below 4 per side for that reason).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+#: The confidence level of every interval.
+LEVEL = 0.95
+#: Beyond this many repetitions the number needed is not searched further ("more than").
+MAX_REPETITIONS = 10_000
+
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) of Student's t distribution with ``df`` (possibly fractional) degrees of freedom."""
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection on ``t_cdf``)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError("p must lie in (0, 1)")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        high *= 2.0
+    for _ in range(200):
+        mid = (low + high) / 2.0
+        low, high = (mid, high) if t_cdf(mid, df) < p else (low, mid)
+        if high - low < 1e-12 * max(1.0, high):
+            break
+    return (low + high) / 2.0
+
+
+def _critical(df: float) -> float:
+    return t_quantile(0.5 + LEVEL / 2.0, df)
+
+
+def mean_interval(values: list[float]) -> tuple[float, float] | None:
+    """The 95% Student t interval of the mean of ``values``; None for fewer than two."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    half = _critical(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean - half, mean + half
+
+
+def _welch_df(v1: float, n1: int, v2: float, n2: int) -> float:
+    a, b = v1 / n1, v2 / n2
+    if a + b == 0:
+        return float(n1 + n2 - 2)
+    return (a + b) ** 2 / (a * a / (n1 - 1) + b * b / (n2 - 1))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A measured statistic with its 95% interval (None when the sample allows none).
+
+    ``log``: the interval was computed on logarithms (ratios). ``spreads``: the sample standard
+    deviations, on that scale, of the one sample (paired or single) or of both sides (unpaired);
+    ``sizes`` the matching sample sizes. ``n`` is the number of repetitions the estimate rests on
+    (unpaired: the smaller side).
+    """
+
+    value: float
+    interval: tuple[float, float] | None
+    log: bool
+    spreads: tuple[float, ...]
+    sizes: tuple[int, ...]
+    method: str
+
+    @property
+    def n(self) -> int:
+        return min(self.sizes)
+
+    def half_width(self, n: int) -> float:
+        """The interval's half width, on the analysis scale, if every sample had ``n`` repetitions."""
+        if len(self.spreads) == 1:
+            return _critical(n - 1) * self.spreads[0] / math.sqrt(n)
+        (s1, s2) = self.spreads
+        return _critical(_welch_df(s1 * s1, n, s2 * s2, n)) * math.sqrt((s1 * s1 + s2 * s2) / n)
+
+
+def paired_ratio(ratios: list[float]) -> Estimate:
+    """Geometric mean of paired ratios with Student's t interval on their logs (needs every ratio > 0)."""
+    logs = [math.log(r) for r in ratios]
+    centre = statistics.fmean(logs)
+    method = "paired repetitions: Student t on log ratios"
+    if len(logs) < 2:
+        return Estimate(math.exp(centre), None, True, (), (len(logs),), method)
+    spread = statistics.stdev(logs)
+    half = _critical(len(logs) - 1) * spread / math.sqrt(len(logs))
+    return Estimate(math.exp(centre), (math.exp(centre - half), math.exp(centre + half)), True, (spread,),
+                    (len(logs),), method)
+
+
+def unpaired_ratio(numerator: list[float], denominator: list[float]) -> Estimate:
+    """Ratio of geometric means of two independent samples with Welch's t interval on the logs (values > 0)."""
+    a, b = [math.log(v) for v in numerator], [math.log(v) for v in denominator]
+    centre = statistics.fmean(a) - statistics.fmean(b)
+    method = "unpaired (sides from different runs): Welch t on log values"
+    if len(a) < 2 or len(b) < 2:
+        return Estimate(math.exp(centre), None, True, (), (len(a), len(b)), method)
+    va, vb = statistics.variance(a), statistics.variance(b)
+    half = _critical(_welch_df(va, len(a), vb, len(b))) * math.sqrt(va / len(a) + vb / len(b))
+    return Estimate(math.exp(centre), (math.exp(centre - half), math.exp(centre + half)), True,
+                    (math.sqrt(va), math.sqrt(vb)), (len(a), len(b)), method)
+
+
+def mean_value(values: list[float]) -> Estimate:
+    """Mean of repeated measurements with Student's t interval."""
+    interval = mean_interval(values)
+    spreads = (statistics.stdev(values),) if len(values) > 1 else ()
+    return Estimate(statistics.fmean(values), interval, False, spreads, (len(values),),
+                    "repetitions: Student t on values")
+
+
+def _scale(est: Estimate, x: float) -> float:
+    """``x`` on the estimate's analysis scale (log of a non-positive edge: minus infinity)."""
+    if not est.log:
+        return x
+    return math.log(x) if x > 0 else -math.inf
+
+
+def repetitions_needed(est: Estimate, low: float, high: float) -> int | None:
+    """Repetitions (per side where unpaired) whose interval would decide against the band ``[low, high]``
+    at the observed estimate and spread; None when no number would (the estimate on an edge) or more
+    than ``MAX_REPETITIONS``, or no spread was observed."""
+    if not est.spreads:
+        return None
+    centre = _scale(est, est.value)
+    edges = [_scale(est, e) for e in (low, high) if math.isfinite(e)]
+    distance = min((abs(centre - e) for e in edges if math.isfinite(e)), default=math.inf)
+    if distance == 0:
+        return None
+    for n in range(2, MAX_REPETITIONS + 1):
+        if est.half_width(n) < distance:
+            return n
+    return None
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A verdict of an estimate against a band, and for an inconclusive one what would decide it."""
+
+    verdict: str
+    needed: int | None   # repetitions that would decide an inconclusive verdict (None: unknown or none)
+    why: str             # for an inconclusive verdict, in words
+
+
+def judge(est: Estimate, low: float, high: float) -> Judgement:
+    """Reproduced when the interval lies inside ``[low, high]``, not reproduced when wholly outside,
+    inconclusive otherwise (and always without an interval)."""
+    if est.interval is None:
+        return Judgement(INCONCLUSIVE, None,
+                         "one repetition has no spread, so no interval: no test is possible at this sample size "
+                         "(repeat with --repeat 3 or more)" if est.n < 2 else
+                         "a side with one repetition has no spread, so no interval: no test is possible")
+    lo, hi = est.interval
+    if low <= lo and hi <= high:
+        return Judgement(REPRODUCED, None, "")
+    if hi < low or lo > high:
+        return Judgement(NOT_REPRODUCED, None, "")
+    needed = repetitions_needed(est, low, high)
+    if needed is not None:
+        why = f"the interval crosses the band's edge; about {needed} repetitions would decide it at the observed spread"
+    elif est.spreads and _scale(est, est.value) in (_scale(est, low), _scale(est, high)):
+        why = "the interval crosses the band's edge and the estimate lies on it: no number of repetitions decides it"
+    else:
+        why = f"the interval crosses the band's edge; more than {MAX_REPETITIONS} repetitions would be needed"
+    return Judgement(INCONCLUSIVE, needed, why)
+
+
+def combine(parts: list[Judgement]) -> Judgement:
+    """One verdict over parts that must all hold: not reproduced if any is, reproduced if all are,
+    else inconclusive with the largest number any undecided part needs (None if one is unknown)."""
+    verdicts = [p.verdict for p in parts]
+    if NOT_REPRODUCED in verdicts:
+        return Judgement(NOT_REPRODUCED, None, "")
+    undecided = [p for p in parts if p.verdict == INCONCLUSIVE]
+    if not undecided:
+        return Judgement(REPRODUCED, None, "")
+    if len(undecided) == 1:
+        return undecided[0]
+    needs = [p.needed for p in undecided]
+    needed = None if None in needs else max(needs)
+    return Judgement(INCONCLUSIVE, needed, f"{len(undecided)} configurations undecided"
+                     + (f"; about {needed} repetitions would decide every one at the observed spread"
+                        if needed else ": " + undecided[0].why))
