@@ -53,7 +53,7 @@ EXTRA_PORTS = {
     "peer": ["peer_metrics_port"],
     "fabric_peer": ["fabric_peer_chaincode_port", "fabric_peer_events_port", "fabric_peer_profile_port"],
     "couchdb": ["couchdb_epmd_port", "couchdb_dist_port"],
-    "fabric06_peer": ["fabric06_peer_rest_port", "fabric06_peer_events_port"],
+    "fujitsu_api_peer": ["fujitsu_api_peer_rest_port", "fujitsu_api_peer_events_port"],
 }
 #: Roles whose instances listen on base + i (i < count): role -> (count variable, [port variables]).
 INSTANCE_PORTS = {
@@ -65,7 +65,7 @@ BFTSMART_NODE_ROLE = "bftsmart_node"
 
 #: Programs the roles start on their host, besides this repository's commands and the upstream build.
 ROLE_TOOLS = {
-    "kafka": ["java"], "zookeeper": ["java"], "caliper": ["node", "npm"], "fabric06_client": ["python3"],
+    "kafka": ["java"], "zookeeper": ["java"], "caliper": ["node", "npm"], "fujitsu_api_client": ["python3"],
 }
 ROLE_PREFIX_TOOLS = {"bftsmart_": ["java"]}
 

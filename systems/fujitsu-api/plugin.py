@@ -1,23 +1,24 @@
 """The Fujitsu paper's hooks (harness/systems.py): Fabric v0.6.1's roles, its chaincode message
 table and metrics, Fig. 2's breakdown and the judgements of Sec. 5."""
 
-from harness import chaincode_timing, fujitsu_figures
 from harness.metrics import Metric
 from harness.systems import SystemPlugin, Table
+
+from . import chaincode_timing, figures
 
 
 class Plugin(SystemPlugin):
     def role_variables(self, parameters: dict) -> dict:
-        out = {"fabric06_nodes": int(parameters.get("nodes", 1)),
-               "fabric06_client_processes": int(parameters.get("concurrent_processes", 1)),
-               "fabric06_client_rate_per_process": parameters.get("process_rate_tps", 0),
-               "fabric06_cc_timing": bool(parameters.get("chaincode_timing", False))}
+        out = {"fujitsu_api_nodes": int(parameters.get("nodes", 1)),
+               "fujitsu_api_client_processes": int(parameters.get("concurrent_processes", 1)),
+               "fujitsu_api_client_rate_per_process": parameters.get("process_rate_tps", 0),
+               "fujitsu_api_cc_timing": bool(parameters.get("chaincode_timing", False))}
         if "transactions" in parameters:
-            out["fabric06_client_transactions"] = int(parameters["transactions"])
+            out["fujitsu_api_client_transactions"] = int(parameters["transactions"])
         if "point_timeout_s" in parameters:
-            out["fabric06_client_timeout_s"] = int(parameters["point_timeout_s"])
+            out["fujitsu_api_client_timeout_s"] = int(parameters["point_timeout_s"])
         if "batch_size" in parameters:
-            out["fabric06_peer_pbft_batch_size"] = int(parameters["batch_size"])
+            out["fujitsu_api_peer_pbft_batch_size"] = int(parameters["batch_size"])
         return out
 
     def tables(self) -> list[Table]:
@@ -29,6 +30,6 @@ class Plugin(SystemPlugin):
         return [Metric(*spec) for spec in chaincode_timing.CHAINCODE_METRICS]
 
     def report_parts(self) -> dict:
-        return {"chaincode-breakdown": lambda e, s, p, k, run: fujitsu_figures.breakdown_blocks(e, s, p, k),
-                "nodes-like-one": lambda e, s, p, k, run: fujitsu_figures.judge_nodes(e, s, p, k),
-                "latency-advantage": lambda e, s, p, k, run: fujitsu_figures.judge_latency(e, s, p, k)}
+        return {"chaincode-breakdown": figures.breakdown_blocks,
+                "nodes-like-one": figures.judge_nodes,
+                "latency-advantage": figures.judge_latency}

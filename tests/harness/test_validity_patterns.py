@@ -164,7 +164,7 @@ POSITIVE = {
         f"{F06} [chaincode] processStream -> ERRO 1c6 Error handling chaincode support stream: rpc error: code = 1 desc = context canceled",
         f"{F06} [chaincode] processStream -> ERRO 1c7 [4f2a0b1c]Error handling message, ending stream: bad state",
     ],
-    # workloads/transfer-v06/client.py (ours): SystemExit messages
+    # workloads/chaincode_example02/client.py (ours): SystemExit messages
     ("fujitsu-api", "client_refused_or_short"): [
         "12 of 500 invokes were refused by the REST API",
         "only 480 of 500 transfers committed within 120 s",
@@ -239,7 +239,7 @@ HEALTHY = {
         f"{F06} [consensus/helper] Verify -> DEBU 0a3 Security is disabled",
         # core/rest/rest_api.go:867
         f"{F06} [rest] ProcessChaincode -> INFO 0a4 Successfully deployed chainCode: mycc",
-        # workloads/transfer-v06/client.py blocks sub-command, a healthy summary
+        # workloads/chaincode_example02/client.py blocks sub-command, a healthy summary
         '{"blocks": 4, "transactions": 500, "height": 6, "peers": {}, "valid": true}',
     ],
     "bftsmart-orderer": [
