@@ -1,4 +1,5 @@
-"""Load and validate the paper catalogue (``papers/<paper>.yaml``) and system files.
+"""Load and validate the paper catalogue (``papers/<paper>.yaml``) and system files
+(``systems/<system>/{system,upstream}.yaml``; ``validity.yaml``: harness.validity).
 
 Every catalogue file is checked against the harness's own minimal schema
 (``harness/schemas/catalogue-minimal.json``: what the harness relies on) and,
@@ -180,7 +181,7 @@ def list_systems(systems_dir: Path | None = None) -> list[str]:
 
 
 def load_system(system_id: str, systems_dir: Path | None = None) -> dict:
-    """Load and validate ``systems/<id>/system.yaml``; attach ``upstream.yaml`` when present."""
+    """Load and validate ``systems/<id>/system.yaml`` (its upstream recipe: ``load_upstream``)."""
     systems_dir = systems_dir or REPO_ROOT / "systems"
     choose("system", system_id, list_systems(systems_dir))
     path = systems_dir / system_id / "system.yaml"
@@ -188,14 +189,33 @@ def load_system(system_id: str, systems_dir: Path | None = None) -> dict:
     errors = schema_errors(doc, _load_schema(SCHEMAS / "system.json"), path)
     if errors:
         raise HarnessError("invalid system file:\n  " + "\n  ".join(errors))
-    upstream = systems_dir / system_id / "upstream.yaml"
-    if upstream.exists():
-        doc["upstream"] = load_yaml(upstream)
+    return doc
+
+
+def upstream_errors(doc: dict, file: Path) -> list[str]:
+    """All errors of an upstream recipe (``systems/<id>/upstream.yaml``): its schema, and the system
+    it names being the folder it is in."""
+    errors = schema_errors(doc, _load_schema(SCHEMAS / "upstream.json"), file)
+    folder = Path(file).resolve().parent.name
+    if not errors and doc["system"] != folder:
+        errors.append(f"{_rel(file)}: system: expected {folder!r} (the folder the recipe is in), got {doc['system']!r}")
+    return errors
+
+
+def load_upstream(system_id: str, systems_dir: Path | None = None) -> dict:
+    """Load and validate ``systems/<id>/upstream.yaml``, the recipe of the system's upstream build
+    (``harness.upstream`` builds it); raise HarnessError listing every problem."""
+    path = (systems_dir or REPO_ROOT / "systems") / system_id / "upstream.yaml"
+    doc = load_yaml(path)
+    errors = upstream_errors(doc, path)
+    if errors:
+        raise HarnessError("invalid upstream recipe:\n  " + "\n  ".join(errors))
     return doc
 
 
 def validate_file(path: Path) -> list[str]:
-    """Errors of one file: a catalogue (``papers/*.yaml``), a ``systems/*/system.yaml`` or ``validity.yaml``."""
+    """Errors of one file: a catalogue (``papers/*.yaml``), or a system's ``system.yaml``,
+    ``upstream.yaml`` or ``validity.yaml``, each checked by the loader the harness uses."""
     path = Path(path)
     if path.name == "validity.yaml":
         try:
@@ -206,12 +226,14 @@ def validate_file(path: Path) -> list[str]:
     doc = load_yaml(path)
     if path.name == "system.yaml":
         return schema_errors(doc, _load_schema(SCHEMAS / "system.json"), path)
+    if path.name == "upstream.yaml":
+        return upstream_errors(doc, path)
     return validate_catalogue(doc, path, path.parent)
 
 
 def validate_all(root: Path | None = None) -> dict[str, list[str]]:
     """Errors of every catalogue and system file under ``root``, keyed by file."""
     root = root or REPO_ROOT
-    files = sorted((root / "papers").glob("*.yaml")) + sorted((root / "systems").glob("*/system.yaml")) \
-        + sorted((root / "systems").glob("*/validity.yaml"))
+    files = sorted((root / "papers").glob("*.yaml")) + [f for name in ("system.yaml", "upstream.yaml", "validity.yaml")
+                                                       for f in sorted((root / "systems").glob(f"*/{name}"))]
     return {_rel(f): validate_file(f) for f in files}

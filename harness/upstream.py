@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import REPO_ROOT, SCHEMA_VERSION, systems
-from .catalogue import SCHEMAS, _load_schema, load_system, load_yaml, schema_errors
+from .catalogue import load_system, load_upstream, load_yaml
 from .errors import HarnessError, choose
 from .tools import require_tool
 
@@ -69,16 +69,10 @@ def systems_with_recipe(systems_dir: Path = SYSTEMS) -> list[str]:
 
 
 def load_recipe(system: str, systems_dir: Path = SYSTEMS) -> dict:
-    """The validated ``upstream.yaml`` of ``system``."""
+    """The validated ``upstream.yaml`` of ``system`` (``catalogue.load_upstream``); an unknown system
+    lists the systems that have a recipe."""
     choose("upstream system", system, systems_with_recipe(systems_dir))
-    path = Path(systems_dir) / system / "upstream.yaml"
-    doc = load_yaml(path)
-    errors = schema_errors(doc, _load_schema(SCHEMAS / "upstream.json"), path)
-    if errors:
-        raise HarnessError("invalid upstream recipe:\n  " + "\n  ".join(errors))
-    if doc["system"] != system:
-        raise HarnessError(f"{path}: system is {doc['system']!r}, but the file is in systems/{system}/")
-    return doc
+    return load_upstream(system, Path(systems_dir))
 
 
 # ---------------------------------------------------------------- patches

@@ -1,10 +1,15 @@
 """Catalogue loading: errors name the file, the JSON path and the expected type."""
 
+import subprocess
+from pathlib import Path
+
 import pytest
 import yaml
 
 from harness.catalogue import list_papers, load_paper, scale_of, validate_file
 from harness.errors import HarnessError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _rewrite(root, change):
@@ -68,3 +73,31 @@ def test_validate_checks_validity_rules(tmp_path):
     assert len(errors) == 1 and "regex does not compile" in errors[0]
     (system / "validity.yaml").write_text("schema_version: 1\nlog_patterns:\n  - {name: x, regex: 'ok', meaning: m}\n")
     assert not any(validate_all(tmp_path).values())
+
+
+def test_validate_checks_upstream_recipes(tmp_path):
+    """`invoke validate` checks systems/*/upstream.yaml with the loader the upstream build uses
+    (catalogue.load_upstream): a broken recipe fails naming the file, the field and what was expected."""
+    from harness.catalogue import validate_all
+    from harness.upstream import load_recipe
+    recipe = yaml.safe_load((ROOT / "systems" / "fabric-1.2" / "upstream.yaml").read_text(encoding="utf-8"))
+    system = tmp_path / "systems" / "fabric-1.2"
+    system.mkdir(parents=True)
+    (system / "upstream.yaml").write_text(yaml.safe_dump({**recipe, "commit": "v1.2.0"}))
+    errors = validate_all(tmp_path)[str(system / "upstream.yaml")]
+    assert len(errors) == 1 and errors[0].endswith("upstream.yaml: commit: 'v1.2.0' does not match '^[0-9a-f]{40}$'")
+    with pytest.raises(HarnessError, match="invalid upstream recipe:\n.*commit: 'v1.2.0' does not match"):
+        load_recipe("fabric-1.2", tmp_path / "systems")
+
+    (system / "upstream.yaml").write_text(yaml.safe_dump({**recipe, "system": "fastfabric"}))
+    out = subprocess.run(["invoke", "validate", str(system / "upstream.yaml")], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stdout.splitlines() == [
+        f"FAIL {system / 'upstream.yaml'}",
+        f"     {system / 'upstream.yaml'}: system: expected 'fabric-1.2' (the folder the recipe is in), got 'fastfabric'"]
+    assert "1 invalid file(s)" in out.stderr
+
+    (system / "upstream.yaml").write_text(yaml.safe_dump(recipe))
+    assert validate_all(tmp_path) == {str(system / "upstream.yaml"): []}
+    assert load_recipe("fabric-1.2", tmp_path / "systems") == recipe

@@ -1,0 +1,297 @@
+"""The architecture, checked on the sources (parsed with ``ast``, not imported):
+
+* no import cycle among the harness's modules and the systems' modules, counting
+  imports inside functions too (a lazy import hides a loop, it does not break it);
+* no module imports another module's private name (``_x``), neither by name nor
+  as an attribute of a module it imported (``analyze._band``); tests, here as
+  in ``tests/``, may reach into the module they test;
+* the core names no system: no identifier and no string in ``harness/`` is a
+  system's folder name or one of its short names.
+
+A system's modules are the package ``fabricrepro_systems.<name with _>`` rooted
+at its folder, ``plugin.py`` being the package itself (harness/systems.py), so
+their relative imports resolve as they do when the harness loads them.
+
+Docstrings may name a system, as the example that explains a general rule
+("e.g. FastFabric's peer benchmark times MVCC ..."); code may not. Prose is
+also allowed in strings when it names the paper's system as the paper does
+(``FastFabric``, ``BFT-SMaRt``): the check is on the lowercase names code uses
+to select a system, its folder name and short names.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HARNESS = ROOT / "harness"
+SYSTEMS = ROOT / "systems"
+PACKAGE = "fabricrepro_systems"  # harness.systems.PACKAGE, restated: this test imports nothing it checks
+
+#: Short names of systems that roles, modules and files use besides the folder names.
+ALIASES = ("fujitsu", "bftsmart", "fabric06")
+
+
+def _ident(name: str) -> str:
+    return re.sub(r"[^0-9A-Za-z_]", "_", name)
+
+
+def system_folders() -> list[str]:
+    return sorted(p.parent.name for p in SYSTEMS.glob("*/system.yaml"))
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target in one module."""
+    source: str     # the importing module
+    target: str     # the imported module
+    line: int
+    names: tuple    # names imported from the target (``from target import a, b``), or ()
+
+
+def modules() -> dict[str, Path]:
+    """``{dotted module name: file}`` of every harness and system module."""
+    out = {}
+    for path in HARNESS.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    for folder in system_folders():
+        base = f"{PACKAGE}.{_ident(folder)}"
+        for path in (SYSTEMS / folder).rglob("*.py"):
+            parts = path.relative_to(SYSTEMS / folder).with_suffix("").parts
+            if parts in (("plugin",), ("__init__",)):
+                out[base] = path
+                continue
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join((base, *parts))] = path
+    return out
+
+
+def is_package(name: str, path: Path) -> bool:
+    return path.name == "__init__.py" or (path.name == "plugin.py" and name.count(".") == 1
+                                          and name.startswith(PACKAGE + "."))
+
+
+def package_of(name: str, path: Path) -> str:
+    """The package a module's relative imports start from."""
+    return name if is_package(name, path) else name.rpartition(".")[0]
+
+
+def from_target(package: str, node: ast.ImportFrom) -> str:
+    """The module ``from <module> import ...`` names, relative imports resolved against ``package``."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> list[Import]:
+    """The imports of module ``name`` (at any depth of its code) that name a known module."""
+    out = []
+    package = package_of(name, path)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                for n in range(len(parts), 0, -1):  # ``import a.b.c``: the deepest module we know
+                    if ".".join(parts[:n]) in known:
+                        out.append(Import(name, ".".join(parts[:n]), node.lineno, ()))
+                        break
+        elif isinstance(node, ast.ImportFrom):
+            target = from_target(package, node)
+            attributes = []
+            for alias in node.names:
+                if f"{target}.{alias.name}" in known:  # ``from . import logs``: a module
+                    out.append(Import(name, f"{target}.{alias.name}", node.lineno, ()))
+                else:
+                    attributes.append(alias.name)
+            if attributes and target in known:
+                out.append(Import(name, target, node.lineno, tuple(attributes)))
+    return [i for i in out if i.target != name]
+
+
+def graph() -> tuple[dict[str, Path], list[Import]]:
+    known = modules()
+    return known, [i for name, path in sorted(known.items()) for i in imports(name, path, known)]
+
+
+def cycles(edges: list[Import]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    succ: dict[str, set[str]] = {}
+    for e in edges:
+        succ.setdefault(e.source, set()).add(e.target)
+        succ.setdefault(e.target, set())
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(succ[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(succ):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def loop_through(component: list[str], edges: list[Import]) -> list[Import]:
+    """One import loop inside ``component``, from its first module back to it (breadth first)."""
+    inside = set(component)
+    succ: dict[str, list[Import]] = {}
+    for e in edges:
+        if e.source in inside and e.target in inside:
+            succ.setdefault(e.source, []).append(e)
+    start = component[0]
+    paths = {start: []}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for e in succ.get(v, []):
+                if e.target == start:
+                    return paths[v] + [e]
+                if e.target not in paths:
+                    paths[e.target] = paths[v] + [e]
+                    nxt.append(e.target)
+        frontier = nxt
+    return []
+
+
+def module_names(name: str, path: Path, tree: ast.AST, known: dict[str, Path]) -> dict[str, str]:
+    """``{local name: module}`` of the names module ``name`` binds to one of our modules
+    (``from . import analyze``, ``import harness.analyze as analyze``)."""
+    package = package_of(name, path)
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update((a.asname, a.name) for a in node.names if a.asname and a.name in known)
+        elif isinstance(node, ast.ImportFrom):
+            target = from_target(package, node)
+            out.update((a.asname or a.name, f"{target}.{a.name}") for a in node.names
+                       if f"{target}.{a.name}" in known)
+    return out
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_import_cycle():
+    known, edges = graph()
+    assert "harness.catalogue" in known and any(m.startswith(PACKAGE + ".") for m in known)
+    problems = []
+    for component in cycles(edges):
+        loop = loop_through(component, edges)
+        steps = " -> ".join([loop[0].source] + [f"{e.target} ({known[e.source].relative_to(ROOT)}:{e.line})"
+                                                for e in loop])
+        problems.append(f"import loop among {', '.join(component)}: {steps}")
+    assert not problems, "\n".join(problems)
+
+
+def is_test(path: Path) -> bool:
+    """A system's tests (``systems/<name>/tests/``): like ``tests/``, they may reach into the module they test."""
+    return "tests" in path.relative_to(ROOT).parts
+
+
+def test_no_private_name_imported_from_another_module():
+    known, edges = graph()
+    known = {name: path for name, path in known.items() if not is_test(path)}
+    edges = [e for e in edges if e.source in known]
+    problems = [f"{known[e.source].relative_to(ROOT)}:{e.line}: imports {n} from {e.target}"
+                for e in edges for n in e.names if private(n)]
+    problems += [f"{known[e.source].relative_to(ROOT)}:{e.line}: imports the private module {e.target}"
+                 for e in edges if private(e.target.rpartition(".")[2])]
+    for name, path in sorted(known.items()):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        bound = module_names(name, path, tree, known)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and private(node.attr) and isinstance(node.value, ast.Name)
+                    and node.value.id in bound):
+                problems.append(f"{path.relative_to(ROOT)}:{node.lineno}: uses {node.value.id}.{node.attr}, "
+                                f"a private name of {bound[node.value.id]}")
+    assert not problems, "\n".join(problems)
+
+
+def docstrings(tree: ast.AST) -> set[int]:
+    """``id`` of every docstring's node in ``tree``."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def identifiers(node: ast.AST) -> list[str]:
+    """The identifiers a node introduces or uses."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.keyword) and node.arg:
+        return [node.arg]
+    if isinstance(node, ast.alias):
+        return [*node.name.split("."), *([node.asname] if node.asname else [])]
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return node.module.split(".")
+    return []
+
+
+def test_core_names_no_system():
+    names = [*system_folders(), *ALIASES]
+    assert {"fastfabric", "fabric-1.2", "validation-opt", "fujitsu-api", "bftsmart-orderer"} <= set(names)
+    # in a string: the name as a word (``systems/fastfabric/``, ``"fabric06_peer"``), lowercase as code writes it
+    in_string = re.compile("|".join(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9]|\.[0-9])" for n in names))
+    # in an identifier: the name's identifier form as words between underscores, in any case
+    in_identifier = re.compile("|".join(rf"(?:^|_){_ident(n)}(?:_|$)" for n in names), re.IGNORECASE)
+    problems = []
+    for path in sorted(HARNESS.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        skip = docstrings(tree)
+        where = path.relative_to(ROOT)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+                if m := in_string.search(node.value):
+                    problems.append(f"{where}:{node.lineno}: the string {node.value!r} names {m.group(0)!r}")
+            for ident in identifiers(node):
+                if in_identifier.search(ident):
+                    problems.append(f"{where}:{getattr(node, 'lineno', '?')}: the identifier {ident!r} names a system")
+    assert not problems, "the core (harness/) names systems:\n" + "\n".join(problems)
+
+
+def test_the_checks_see_a_loop_a_private_import_and_a_lazy_import(tmp_path):
+    """The parser on a made-up package: relative and function-level imports make edges."""
+    (tmp_path / "a.py").write_text("from .b import _helper\n")
+    (tmp_path / "b.py").write_text("def f():\n    from . import a\n")
+    known = {"harness.a": tmp_path / "a.py", "harness.b": tmp_path / "b.py"}
+    edges = [i for name, path in known.items() for i in imports(name, path, known)]
+    assert {(e.source, e.target, e.names) for e in edges} == {("harness.a", "harness.b", ("_helper",)),
+                                                              ("harness.b", "harness.a", ())}
+    assert cycles(edges) == [["harness.a", "harness.b"]]
