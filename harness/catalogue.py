@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from . import REPO_ROOT, validity
+from . import REPO_ROOT, systems, validity
 from .errors import HarnessError, choose
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
@@ -193,12 +193,19 @@ def load_system(system_id: str, systems_dir: Path | None = None) -> dict:
 
 
 def upstream_errors(doc: dict, file: Path) -> list[str]:
-    """All errors of an upstream recipe (``systems/<id>/upstream.yaml``): its schema, and the system
-    it names being the folder it is in."""
+    """All errors of an upstream recipe (``systems/<id>/upstream.yaml``): its schema, the system
+    it names being the folder it is in, and each component's build kind being ``ant`` or one a
+    system's plugin defines (``harness.systems.build_kinds``)."""
     errors = schema_errors(doc, _load_schema(SCHEMAS / "upstream.json"), file)
     folder = Path(file).resolve().parent.name
     if not errors and doc["system"] != folder:
         errors.append(f"{_rel(file)}: system: expected {folder!r} (the folder the recipe is in), got {doc['system']!r}")
+    if not errors and doc.get("components"):
+        kinds = ["ant", *systems.build_kinds()]  # what harness.upstream builds components with
+        for name, component in doc["components"].items():
+            if component["build"]["kind"] not in kinds:
+                errors.append(f"{_rel(file)}: components.{name}.build.kind: unknown build kind "
+                              f"{component['build']['kind']!r} (known: {', '.join(kinds)})")
     return errors
 
 

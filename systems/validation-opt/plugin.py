@@ -1,9 +1,10 @@
 """The validation-phase paper's hooks (harness/systems.py), on top of the Fabric 1.x roles' variables:
 the peer's phase log and its metrics, the breakdown figure, and CouchDB's release build."""
 
-from harness import phase_figures, phase_metrics, upstream_couchdb
 from harness.metrics import Metric
 from harness.systems import BuildKind, Table, plugin_class
+
+from . import couchdb_release, phase_figures, phase_metrics
 
 
 class Plugin(plugin_class("fabric-1.2")):
@@ -22,4 +23,4 @@ class Plugin(plugin_class("fabric-1.2")):
 
     def build_kinds(self) -> dict:
         return {**super().build_kinds(),
-                upstream_couchdb.KIND: BuildKind(upstream_couchdb.build_release, upstream_couchdb.erlang_version)}
+                couchdb_release.KIND: BuildKind(couchdb_release.build_release, couchdb_release.erlang_version)}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import upstream
+from harness import systems, upstream
 from harness.errors import HarnessError
 
 pytestmark = pytest.mark.skipif(not shutil.which("go") or not shutil.which("git"), reason="needs go and git")
@@ -181,6 +181,19 @@ def test_invalid_recipe_and_unknown_system_are_clear(project):
     _write_recipe(project, commit="abc")
     with pytest.raises(HarnessError, match="invalid upstream recipe"):
         upstream.load_recipe("toy", project["systems"])
+
+
+def test_component_build_kind_is_ant_or_one_a_system_defines(project):
+    """The schema takes any build kind (the core names none of a system's); the loader refuses one that is
+    neither ``ant`` nor a kind of a system's plugin (harness.systems.build_kinds), naming the known ones."""
+    component = {"repository": "example/nodes", "commit": "0" * 40, "pin_source": "test double",
+                 "build": {"kind": "gradle", "target": "jar", "outputs": ["dist/nodes.jar"]}}
+    _write_recipe(project, components={"nodes": component})
+    with pytest.raises(HarnessError, match=r"components\.nodes\.build\.kind: unknown build kind 'gradle' \(known: ant"):
+        upstream.load_recipe("toy", project["systems"])
+    for kind in ["ant", *systems.build_kinds()]:
+        _write_recipe(project, components={"nodes": {**component, "build": {**component["build"], "kind": kind}}})
+        assert upstream.load_recipe("toy", project["systems"])["components"]["nodes"]["build"]["kind"] == kind
 
 
 def test_repository_recipes_are_valid():

@@ -1,6 +1,6 @@
 """The validation-phase paper's metrics (Javaid et al., Sec. III-C and IV-A), from the peer's phase log.
 
-Raw table ``phases`` (columns in ``harness.collect.TABLES``; the upstream validation-opt build's patch 0003,
+Raw table ``phases`` (columns in this system's ``plugin.py``; the upstream validation-opt build's patch 0003,
 ``FABRICREPRO_PHASE_LOG``): one row per block the peer committed,
 ``block_number, tx_count, valid_count, received_ns, committed_ns`` and the
 per-block latencies in ns: the six of the original validation phase
@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+
+from harness.metrics import NS_PER_MS, commit_throughput_tps, data_blocks
 
 #: Catalogue metric -> the phase-log columns it sums.
 LATENCIES = {
@@ -39,14 +41,12 @@ LATENCIES = {
 
 def mean_latency_ms(phases: pd.DataFrame, columns: list[str]) -> float:
     """Mean over data blocks of the sum of ``columns`` (ns), in ms; NaN without blocks."""
-    from .metrics import NS_PER_MS, data_blocks  # harness.metrics registers these metrics: import it lazily
     b = data_blocks(phases)
     return float(b[columns].sum(axis=1).mean() / NS_PER_MS) if len(b) else math.nan
 
 
 def block_validation_latency_ms(phases: pd.DataFrame) -> float:
     """Mean time a block spends in the committer, validation and commit (the paper's block validation latency)."""
-    from .metrics import NS_PER_MS, data_blocks
     b = data_blocks(phases)
     return float(((b["committed_ns"] - b["received_ns"]) / NS_PER_MS).mean()) if len(b) else math.nan
 
@@ -58,7 +58,6 @@ def committer_busy_ratio(phases: pd.DataFrame) -> float:
     Commit throughput measures the peer only when this is near 1; below it the
     peer waited for blocks and the throughput is the offered load's.
     """
-    from .metrics import data_blocks
     b = data_blocks(phases)
     if not len(b):
         return math.nan
@@ -66,15 +65,9 @@ def committer_busy_ratio(phases: pd.DataFrame) -> float:
     return float((b["committed_ns"] - b["received_ns"]).sum() / span) if span > 0 else math.nan
 
 
-def commit_throughput(phases: pd.DataFrame) -> float:
-    """Valid transactions per second committed, from the blocks' commit times (``harness.metrics.commit_throughput_tps``)."""
-    from .metrics import commit_throughput_tps
-    return commit_throughput_tps(phases)
-
-
-#: ``(name, unit, tables, compute, description)`` of each metric; harness.metrics makes them Metrics.
+#: ``(name, unit, tables, compute, description)`` of each metric; plugin.py makes them Metrics.
 PHASE_METRICS = (
-    ("commit_throughput_tps", "tx/s", ("phases",), commit_throughput,
+    ("commit_throughput_tps", "tx/s", ("phases",), commit_throughput_tps,
      "valid tx per second committed by the peer, from inter-block commit times (the paper's commit throughput)"),
     ("block_validation_latency_ms", "ms", ("phases",), block_validation_latency_ms,
      "mean per-block time from entering the committer to commit (the paper's block validation latency)"),

@@ -1,6 +1,6 @@
 """Apache CouchDB built from source as a component of an upstream recipe (build kind ``couchdb-release``).
 
-The validation-phase paper ran Fabric v1.1 on CouchDB (systems/validation-opt).
+The validation-phase paper ran Fabric v1.1 on CouchDB (this system, validation-opt).
 CouchDB's build would clone its build tool and Erlang dependencies from
 GitHub; the recipe pins each of them instead (``build.rebar``, ``build.deps``:
 repository, commit, snapshot), and this module fetches them like every other
@@ -32,31 +32,30 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .errors import HarnessError
-from .tools import require_tool
+from harness.errors import HarnessError
+from harness.tools import require_tool
+from harness.upstream import fetch_source, run_command
 
 KIND = "couchdb-release"
 
 
 def erlang_version() -> str:
     """The Erlang/OTP release that builds CouchDB (part of the build key)."""
-    from .upstream import run_command as _run
     require_tool("erl")
-    return "erlang OTP " + _run(["erl", "-noshell", "-eval",
-                                 'io:format("~s", [erlang:system_info(otp_release)]), halt().'],
-                                "erl otp_release").strip()
+    return "erlang OTP " + run_command(["erl", "-noshell", "-eval",
+                                        'io:format("~s", [erlang:system_info(otp_release)]), halt().'],
+                                       "erl otp_release").strip()
 
 
 def build_release(system: str, name: str, tree: Path, spec: dict, source: str, log) -> dict:
     """Build the CouchDB release in ``tree`` (the component's fetched tree); return what was fetched for it."""
-    from .upstream import fetch_source, run_command as _run
     require_tool("make")
     fetched = {}
     with tempfile.TemporaryDirectory(dir=tree.parent) as tmp:
         rebar = Path(tmp) / "rebar"
         log(f"upstream {system}: component {name}: building rebar @ {spec['rebar']['commit'][:12]}")
         fetched["rebar"] = fetch_source({**spec["rebar"], "system": f"{system}/{name}/rebar"}, rebar, source)
-        _run(["make"], f"make rebar ({name})", cwd=rebar)
+        run_command(["make"], f"make rebar ({name})", cwd=rebar)
         (tree / "bin").mkdir(exist_ok=True)
         shutil.copy2(rebar / "rebar", tree / "bin" / "rebar")
     for dep, pin in spec["deps"].items():
@@ -77,8 +76,8 @@ def build_release(system: str, name: str, tree: Path, spec: dict, source: str, l
     (tree / "share" / "docs" / "html").mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "REBAR3": "/bin/false", "ERLFMT": "/bin/false"}
     log(f"upstream {system}: component {name}: configure and make {spec['target']}")
-    _run(["./configure", "--disable-docs", "--disable-fauxton", "--spidermonkey-version",
+    run_command(["./configure", "--disable-docs", "--disable-fauxton", "--spidermonkey-version",
           str(spec["spidermonkey_version"]), "--rebar", str(tree / "bin" / "rebar")],
          f"configure CouchDB ({name})", cwd=tree, env=env)
-    _run(["make", spec["target"]], f"make {spec['target']} ({name})", cwd=tree, env=env)
+    run_command(["make", spec["target"]], f"make {spec['target']} ({name})", cwd=tree, env=env)
     return fetched

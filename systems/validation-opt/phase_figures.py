@@ -3,7 +3,7 @@
 The paper draws, per configuration, the per-block latency breakdown of the
 validation phase stacked in one bar, with the commit throughput beside it.
 ``report_blocks`` draws that from a run's summary (the per-block phase means
-of ``harness.phase_metrics``): one stacked bar per variant and swept value,
+of ``phase_metrics``): one stacked bar per variant and swept value,
 the phases of a bar adding up to the block validation latency (``others`` is
 the rest by construction of patch 0003), and the throughput, measured and
 published, on a second axis. Where the optimized pipeline overlapped a pair
@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's Agg backend
+from harness.figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's Agg backend
 
 import matplotlib.pyplot as plt  # noqa: E402
 
