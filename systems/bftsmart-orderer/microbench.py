@@ -6,11 +6,11 @@ Usage (root, under the network lock; about 3 minutes):
         [--clients 16] [--ops 2000]
 
 Two netns hosts: ``nodes`` runs the 4 replicas (bftsmart.demo.microbenchmarks.
-ThroughputLatencyServer, ids 0-3, the layout of playbooks/bftsmart-microbench.yml),
+ThroughputLatencyServer, ids 0-3, the layout of its playbooks/bftsmart-microbench.yml),
 ``client`` runs ThroughputLatencyClient with ``--clients`` closed-loop clients of
 1 KB requests, ``--ops`` operations each. Then teardown. Prints each replica's
-steady-state rate (the median of its interval reports, harness.bftsmart_logs.
-microbench_server) and writes OUT_DIR/summary.json; the logs stay in OUT_DIR/logs/.
+steady-state rate (the median of its interval reports, logs.microbench_server)
+and writes OUT_DIR/summary.json; the logs stay in OUT_DIR/logs/.
 """
 
 from __future__ import annotations
@@ -27,9 +27,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from harness import bftsmart_logs, upstream  # noqa: E402
+from harness import systems, upstream  # noqa: E402
 from harness.deploy import run_playbook  # noqa: E402
 from harness.providers import netns  # noqa: E402
+
+systems.plugin_class("bftsmart-orderer")   # registers this folder as the package fabricrepro_systems.bftsmart_orderer
+from fabricrepro_systems.bftsmart_orderer import logs  # noqa: E402
 
 ROLES = {"nodes": ["bftsmart_node"], "client": ["bftsmart_frontend", "bftsmart_microbench_client"]}
 
@@ -60,7 +63,7 @@ def main() -> int:
                          timeout=300)
     rates = {}
     for log in sorted(out.glob("logs/*/bftsmart_microbench-[0-9].log")):
-        reports = bftsmart_logs.microbench_server(log.read_text(errors="replace"))
+        reports = logs.microbench_server(log.read_text(errors="replace"))
         rates[log.stem] = {"reports": len(reports), "median_ops_per_s": statistics.median(r["ops_per_s"] for r in reports),
                            "median_latency_us": statistics.median(r["latency_us"] for r in reports)}
     summary = {"build": build.info.get("key", build.path.name), "clients": args.clients, "ops_per_client": args.ops, "request_bytes": 1024,

@@ -1,9 +1,10 @@
 """The BFT-SMaRt ordering service's hooks (harness/systems.py): its roles' variables, the tables
 parsed from its programs' logs and their metrics, and the report's Eq. 1 and Fig. 7 parts."""
 
-from harness import bftsmart_logs, bftsmart_model
 from harness.metrics import Metric, percentile
 from harness.systems import SystemPlugin, Table
+
+from . import logs, model
 
 #: The role variables each point parameter sets (bftsmart_geo_*: Fig. 7's geo driver, role bftsmart_geo).
 VARIABLES = {
@@ -19,25 +20,21 @@ VARIABLES = {
 }
 
 
-def _log_table(name: str):
-    return lambda point_dir: bftsmart_logs.point_tables(point_dir).get(name)
-
-
 class Plugin(SystemPlugin):
     def role_variables(self, parameters: dict) -> dict:
         return {var: int(parameters[name]) for name, variables in VARIABLES.items() if name in parameters
                 for var in variables}
 
     def tables(self) -> list[Table]:
-        return [Table(name, parse=_log_table(name)) for name in bftsmart_logs.LOG_TABLES]
+        return [Table(name, parse=parse) for name, parse in logs.TABLES.items()]
 
     def metrics(self) -> list:
         return [
             Metric("orderer_throughput_tps", "tx/s", ("bft_throughput",),
-                   lambda bft_throughput: bftsmart_logs.rate(bft_throughput, "envelopes"),
+                   lambda bft_throughput: logs.rate(bft_throughput, "envelopes"),
                    "envelopes ordered per second at node 0, the leader (its throughput log; seed 004 line 147)"),
             Metric("blocks_per_s", "blocks/s", ("bft_throughput",),
-                   lambda bft_throughput: bftsmart_logs.rate(bft_throughput, "blocks"),
+                   lambda bft_throughput: logs.rate(bft_throughput, "blocks"),
                    "blocks made and signed per second at node 0, the leader (its throughput log)"),
             Metric("signatures_per_s", "signatures/s", ("bft_signatures",),
                    lambda bft_signatures: float(bft_signatures["per_s"].median()),
@@ -51,11 +48,11 @@ class Plugin(SystemPlugin):
                      f"{q}th percentile of WorkloadClient's envelope latency (submission to the block's arrival)")
               for q in (50, 90, 99)),
             *(Metric(f"frontend_latency_p{q}_ms", "ms", ("bft_frontend_latency",),
-                     (lambda bft_frontend_latency, q=q: bftsmart_logs.frontend_latency(bft_frontend_latency, f"p{q}_ms")),
+                     (lambda bft_frontend_latency, q=q: logs.frontend_latency(bft_frontend_latency, f"p{q}_ms")),
                      f"TestNodes' {q}th percentile latency (submission to the block at that frontend), "
                      "mean over its reports, then over frontends (Fig. 7; per region: table bft_frontend_latency)")
               for q in (50, 90, 95)),
         ]
 
     def report_parts(self) -> dict:
-        return {"bftsmart-bound": bftsmart_model.report_blocks, "bftsmart-geo": bftsmart_model.geo_blocks}
+        return {"bftsmart-bound": model.report_blocks, "bftsmart-geo": model.geo_blocks}

@@ -12,8 +12,15 @@ measured BFT-SMaRt ordering rate, beside the measured ordering throughput.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from .errors import HarnessError
+import pandas as pd
+
+from harness.analyze import claim_band
+from harness.errors import HarnessError
+from harness.rundir import latest_complete_run, read_json
+
+from .logs import latency_by
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,7 @@ def throughput_bound(signatures_per_s: float, block_size: int, bftsmart_envelope
 
 
 # ------------------------------------------------------------------ report
-# The report's part for this paper (harness/report.py EXTRA_FIGURES "bftsmart-bound"):
+# The report's part for this paper (Plugin.report_parts "bftsmart-bound", plugin.py):
 # Eq. 1 beside the measured ordering throughput of Fig. 6, and a verdict, by a
 # stated test over the measured means, for the qualitative claims the data can test.
 
@@ -60,7 +67,6 @@ def _mean(group: dict, metric: str) -> float | None:
 
 def _other_groups(run, experiment_id: str) -> tuple[list[dict], str | None]:
     """Groups of the newest complete run of ``experiment_id`` in ``run``'s store and build, and its id."""
-    from .rundir import latest_complete_run, read_json
     if run is None:
         return [], None
     results, paper = run.path.parent.parent.parent, run.metadata["paper"]
@@ -152,7 +158,7 @@ def judge_fig6(groups: list[dict]) -> dict[str, tuple[bool | None, str]]:
 def draw_fig6(groups: list[dict], rows: list[dict], build: str = "") -> bytes | None:
     """Fig. 6 as the paper splits it: one panel per block size, throughput at node 0 by cluster size, a bar per
     envelope size (receivers summed over if several: the paper's x axis), and Eq. 1's signing term as a dash."""
-    from .figure_png import FIGURE_RC, png_bytes  # matplotlib only when a report is drawn
+    from harness.figure_png import FIGURE_RC, png_bytes  # matplotlib only when a report is drawn
     import matplotlib.pyplot as plt
 
     tp = _by(groups)
@@ -250,7 +256,7 @@ def report_blocks(experiment: dict, summary: dict, figure_prefix: str, build: st
 
 
 # ------------------------------------------------------------------ Fig. 7
-# The report's part for Fig. 7 (harness/report.py EXTRA_FIGURES "bftsmart-geo"): the
+# The report's part for Fig. 7 (Plugin.report_parts "bftsmart-geo", plugin.py): the
 # latency per frontend region and percentile of both protocols from TestNodes' reports
 # (table bft_frontend_latency), drawn as the paper's figure, and the claims and published
 # values of seed 004 line 170 judged on them. The catalogue's tx_latency_percentiles_ms is
@@ -266,12 +272,7 @@ ORDER_OF = 0.25
 
 def geo_latencies(run_path) -> dict[tuple[str, int, str, str], float]:
     """``(variant, envelope_bytes, region, column) -> ms`` over a run's complete points: each frontend's
-    mean over its TestNodes reports (``bftsmart_logs.latency_by``), averaged over repetitions."""
-    import pandas as pd
-    from pathlib import Path
-
-    from .bftsmart_logs import latency_by
-    from .rundir import read_json
+    mean over its TestNodes reports (``logs.latency_by``), averaged over repetitions."""
     sums: dict[tuple, list[float]] = {}
     for point_json in sorted(Path(run_path).glob("points/*/point.json")):
         d = point_json.parent
@@ -294,7 +295,6 @@ def _fmt_key(k: tuple) -> str:
 def judge_fig7(lat: dict, experiment: dict) -> tuple[dict, list[list[str]]]:
     """Verdicts of Fig. 7's claims (``{id: (verdict, measured, reason)}``) and rows judging its published
     values, from ``geo_latencies``. Keys of the comparisons: (envelope bytes, frontend, percentile)."""
-    from .analyze import _band
     claims = {c["id"]: c for c in experiment.get("claims") or []}
     published = {p["id"]: p for p in experiment.get("published") or []}
     cells = sorted({(e, r, c) for _, e, r, c in lat})
@@ -310,7 +310,7 @@ def judge_fig7(lat: dict, experiment: dict) -> tuple[dict, list[list[str]]]:
         above = [k for k, r in ratios.items() if r >= 1.0]
         claim = claims.get("wheat-up-to-45pct-less")
         if claim:
-            low, high, band = _band(claim)
+            low, high, band = claim_band(claim)
             limit = claim.get("every_point", {}).get("upper", 1.0)
             ok = low <= ratios[lo_key] <= high and all(r <= limit for r in ratios.values())
             out[claim["id"]] = ("reproduced" if ok else "not reproduced", ratios[lo_key],
@@ -369,7 +369,7 @@ def judge_fig7(lat: dict, experiment: dict) -> tuple[dict, list[list[str]]]:
 def draw_fig7(lat: dict, labels: dict, build: str = "") -> bytes | None:
     """Fig. 7 as the paper draws it: latency at each frontend, a bar per protocol and percentile; one panel
     per block size (100 envelopes of 40 B or 4 KB)."""
-    from .figure_png import FIGURE_RC, png_bytes  # matplotlib only when a report is drawn
+    from harness.figure_png import FIGURE_RC, png_bytes  # matplotlib only when a report is drawn
     import matplotlib.pyplot as plt
 
     if not lat:

@@ -1,7 +1,7 @@
 """The published BFT-SMaRt ordering service (systems/bftsmart-orderer, release-1.2)
 ordering envelopes end to end on netns hosts: 4 ordering nodes on one host, a
 frontend (its Java half and the fork's orderer), a receiver and the fork's
-broadcast client on another, deployed by playbooks/bftsmart-ordering.yml and
+broadcast client on another, deployed by its playbooks/bftsmart-ordering.yml and
 stopped by teardown.yml, as harness/runner.py runs a point.
 
 Builds the upstream recipe from the snapshots in ../shared/upstream (cached in
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import bftsmart_logs, upstream
+from fabricrepro_systems.bftsmart_orderer import logs
+from harness import upstream
 from harness.deploy import run_playbook
 from harness.providers import netns as N
 from tests.upstream import needs
 
-REPO = Path(__file__).resolve().parents[2]
 ROLES = ["bftsmart_config", "bftsmart_node", "bftsmart_frontend", "bftsmart_receiver", "bftsmart_broadcast"]
 ENVELOPES, GOROUTINES, BLOCK_SIZE = 400, 4, 10
 
@@ -72,12 +72,12 @@ def test_four_nodes_and_a_frontend_order_envelopes_into_signed_blocks(tmp_path, 
         assert not left, f"teardown left processes running: {left}"
     assert not [ns for ns in N.netns_list() if ns.startswith(prefix)], "namespaces left after the cluster closed"
 
-    logs = point_dir / "logs" / "frontend"
-    blocks = bftsmart_logs.receiver_blocks((logs / "bftsmart_receiver.log").read_text(errors="replace"))
+    fetched = point_dir / "logs" / "frontend"
+    blocks = logs.receiver_blocks((fetched / "bftsmart_receiver.log").read_text(errors="replace"))
     # block 0 is the genesis block; then ENVELOPES / BLOCK_SIZE full blocks, in order, none missing or extra
     assert [b["block"] for b in blocks] == list(range(ENVELOPES // BLOCK_SIZE + 1)), [b["block"] for b in blocks]
     for b in blocks[1:]:
         # at least 2f+1 = 3 node signatures per block; both the block and its last-config signatures verify as a quorum
         assert b["signatures"] >= 3 and b["quorum"] == 2, b
-    sent = bftsmart_logs.broadcast_summary((logs / "bftsmart_broadcast.out").read_text(errors="replace"))
+    sent = logs.broadcast_summary((fetched / "bftsmart_broadcast.out").read_text(errors="replace"))
     assert sent == {"sent": ENVELOPES, "total": ENVELOPES}

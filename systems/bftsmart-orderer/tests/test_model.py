@@ -1,9 +1,9 @@
-"""Eq. 1 of the BFT-SMaRt ordering-service paper (harness/bftsmart_model.py)."""
+"""Eq. 1 of the BFT-SMaRt ordering-service paper and the report's parts for Figs. 6 and 7 (systems/bftsmart-orderer/model.py)."""
 
 import pytest
 
-from harness import bftsmart_model
-from harness.bftsmart_model import throughput_bound
+from fabricrepro_systems.bftsmart_orderer import model as M
+from fabricrepro_systems.bftsmart_orderer.model import throughput_bound
 from harness.errors import HarnessError
 
 
@@ -32,8 +32,6 @@ def test_bad_input_is_refused(args):
 
 
 # ---------------------------------------------------------------- the report's part
-from harness import bftsmart_model as M  # noqa: E402
-
 
 def _group(nodes, bs, es, receivers, tp):
     return {"variant": "bftsmart", "sweep": {"nodes": nodes, "envelopes_per_block": bs, "envelope_bytes": es,
@@ -128,13 +126,13 @@ def _geo(wheat_scale=0.6, sp_extra=130.0, size_extra=20.0):
     for v, scale in (("bftsmart", 1.0), ("wheat", wheat_scale)):
         for e, extra in ((40, 0.0), (4096, size_extra)):
             for r, ms in base.items():
-                for i, (col, _) in enumerate(bftsmart_model.PERCENTILES):
+                for i, (col, _) in enumerate(M.PERCENTILES):
                     lat[(v, e, r, col)] = (ms + extra + 10 * i) * scale
     return lat
 
 
 def test_fig7_claims_and_published_values_are_judged_from_the_latencies():
-    verdicts, rows = bftsmart_model.judge_fig7(_geo(), _fig7())
+    verdicts, rows = M.judge_fig7(_geo(), _fig7())
     assert verdicts["wheat-up-to-45pct-less"][0] == "reproduced"          # 0.6 in [0.44, 0.66], all <= 1
     assert verdicts["wheat-up-to-45pct-less"][1] == pytest.approx(0.6)
     assert verdicts["wheat-always-lower"][0] == "reproduced"
@@ -148,17 +146,17 @@ def test_fig7_claims_and_published_values_are_judged_from_the_latencies():
 def test_fig7_wheat_slower_somewhere_is_not_reproduced():
     lat = _geo()
     lat[("wheat", 40, "virginia", "p95_ms")] = lat[("bftsmart", 40, "virginia", "p95_ms")] * 1.1
-    verdicts, _ = bftsmart_model.judge_fig7(lat, _fig7())
+    verdicts, _ = M.judge_fig7(lat, _fig7())
     assert verdicts["wheat-always-lower"][0] == "not reproduced" and "virginia" in verdicts["wheat-always-lower"][2]
     assert verdicts["wheat-up-to-45pct-less"][0] == "not reproduced"     # one ratio above 1
-    verdicts, _ = bftsmart_model.judge_fig7(_geo(wheat_scale=0.9), _fig7())
+    verdicts, _ = M.judge_fig7(_geo(wheat_scale=0.9), _fig7())
     assert verdicts["wheat-up-to-45pct-less"][0] == "not reproduced"     # never 45 % less
     assert verdicts["wheat-always-lower"][0] == "reproduced"
 
 
 def test_fig7_without_both_protocols_says_why():
     lat = {k: v for k, v in _geo().items() if k[0] == "wheat"}
-    verdicts, rows = bftsmart_model.judge_fig7(lat, _fig7())
+    verdicts, rows = M.judge_fig7(lat, _fig7())
     assert verdicts["wheat-always-lower"][0] == "not comparable" and "both protocols" in verdicts["wheat-always-lower"][2]
     assert {r[0] for r in rows} >= {"wheat-below-500ms", "virginia-vs-sao-paulo"}
 
@@ -176,8 +174,8 @@ def test_fig7_latencies_read_from_a_run_and_drawn(tmp_path):
                  "p90_ms": 150.0 * scale, "p95_ms": 170.0 * scale, "max_ms": 300.0}
                 for f, r in ((1000, "oregon"), (3000, "sao-paulo")) for i in range(3)]
         pd.DataFrame(rows).to_parquet(d / "bft_frontend_latency.parquet")
-    lat = bftsmart_model.geo_latencies(tmp_path)
+    lat = M.geo_latencies(tmp_path)
     # the first of three reports is left out: (101 + 102) / 2
     assert lat[("bftsmart", 40, "oregon", "p50_ms")] == pytest.approx(101.5)
     assert lat[("wheat", 40, "sao-paulo", "p95_ms")] == pytest.approx(85.0)
-    assert bftsmart_model.draw_fig7(lat, {}).startswith(b"\x89PNG")
+    assert M.draw_fig7(lat, {}).startswith(b"\x89PNG")

@@ -1,14 +1,14 @@
-"""WHEAT for Fig. 7 (systems/bftsmart-orderer, flavour zeromq-wheat): the build mechanism and the driver's pieces.
+"""WHEAT for Fig. 7 (systems/bftsmart-orderer, flavour zeromq-wheat): the build's recipe and the driver's pieces.
 
-Fast tests (a few seconds): the component mechanism the flavour needs
-(``merge`` of a second commit, a component's own ``patches``, ``inputs`` from
-an earlier component, a flavour replacing a component) on toy Ant projects in
-a local git repository; the flavour's choice by the ``generation`` switch; the
-geo layout, weights and link delays; the parser of bft.TestNodes' latency
-reports on a golden sample. The real WHEAT build (bft-smart/library wheat2
-merged with master, the zeromq nodes linked against it) is opt-in: it clones
-the library, so it runs only when FABRICREPRO_BFTSMART_LIBRARY_GIT names a
-clone source of bft-smart/library (a mirror, or https://github.com/bft-smart/library.git).
+Fast tests (a few seconds): the flavour's choice by the ``generation`` switch;
+the geo layout, weights and link delays; the parser of bft.TestNodes' latency
+reports on a golden sample. The component mechanism the flavour needs (a merge,
+a component's own patches, inputs from an earlier component) is tested on toy
+projects in tests/harness/test_upstream_components.py. The real WHEAT build
+(bft-smart/library wheat2 merged with master, the zeromq nodes linked against
+it) is opt-in: it clones the library, so it runs only when
+FABRICREPRO_BFTSMART_LIBRARY_GIT names a clone source of bft-smart/library (a
+mirror, or https://github.com/bft-smart/library.git).
 """
 
 from __future__ import annotations
@@ -21,107 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from fabricrepro_systems.bftsmart_orderer import logs
 from harness import upstream
+from harness.deploy import ansible_env, playbook_path
 from harness.errors import HarnessError
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "harness" / "fixtures" / "bftsmart-orderer"
-
-BUILD_XML = """<project name="toy" default="jar">
-  <target name="jar">
-    <mkdir dir="dist"/>
-    <concat destfile="dist/out.txt"><filelist dir="." files="src.txt"/><fileset dir="." includes="lib/dep.txt"/></concat>
-  </target>
-</project>
-"""
-
-
-def _git(cwd, *args) -> str:
-    return subprocess.run(["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
-@pytest.fixture
-def toy(tmp_path, monkeypatch):
-    """A library repository with a branch and a later master (both touch a shipped binary), and a consumer."""
-    if not shutil.which("ant") or not shutil.which("git"):
-        pytest.skip("needs ant and git")
-    monkeypatch.setenv("FABRICREPRO_UPSTREAM_SNAPSHOTS", str(tmp_path / "no-snapshots"))
-    lib = tmp_path / "lib-remote"
-    lib.mkdir()
-    _git(lib, "init", "-q", "-b", "master")
-    (lib / "build.xml").write_text(BUILD_XML)
-    (lib / "src.txt").write_text("base\n")
-    (lib / "prebuilt.bin").write_bytes(b"\x00base")
-    _git(lib, "add", ".")
-    _git(lib, "commit", "-qm", "base")
-    _git(lib, "checkout", "-qb", "wheat")
-    (lib / "src.txt").write_text("base\nweights\n")
-    (lib / "prebuilt.bin").write_bytes(b"\x00wheat")
-    _git(lib, "commit", "-qam", "wheat")
-    branch = _git(lib, "rev-parse", "HEAD")
-    _git(lib, "checkout", "-q", "master")
-    (lib / "extra.txt").write_text("getClients\n")
-    (lib / "prebuilt.bin").write_bytes(b"\x00master")
-    _git(lib, "add", ".")
-    _git(lib, "commit", "-qm", "master")
-    master = _git(lib, "rev-parse", "HEAD")
-    nodes = tmp_path / "nodes-remote"
-    nodes.mkdir()
-    _git(nodes, "init", "-q")
-    (nodes / "build.xml").write_text(BUILD_XML)
-    (nodes / "src.txt").write_text("nodes\n")
-    (nodes / "lib").mkdir()
-    (nodes / "lib" / "dep.txt").write_text("shipped jar\n")
-    _git(nodes, "add", ".")
-    _git(nodes, "commit", "-qm", "nodes")
-    systems = tmp_path / "systems"
-    (systems / "toy" / "patches").mkdir(parents=True)
-    (systems / "toy" / "patches" / "0101-nodes.patch").write_text(
-        "Description: a line of ours\nKind: instrumentation\n\n"
-        "diff --git a/src.txt b/src.txt\n--- a/src.txt\n+++ b/src.txt\n@@ -1 +1,2 @@\n nodes\n+patched\n")
-    recipe = {"system": "toy", "components": {
-        "library": {"repository": "example/library", "clone_url": lib.as_uri(), "commit": branch, "pin_source": "test",
-                    "merge": {"commit": master, "ref": "master", "why": "test"},
-                    "build": {"kind": "ant", "target": "jar", "outputs": ["dist/out.txt"], "remove": ["prebuilt.bin"]}},
-        "nodes": {"repository": "example/nodes", "clone_url": nodes.as_uri(), "commit": _git(nodes, "rev-parse", "HEAD"),
-                  "pin_source": "test", "patches": ["0101-nodes.patch"],
-                  "inputs": {"lib/dep.txt": "library:dist/out.txt"},
-                  "build": {"kind": "ant", "target": "jar", "outputs": ["dist/out.txt"], "remove": ["lib/dep.txt"]}}}}
-    return {"recipe": recipe, "systems": systems, "root": tmp_path / "build" / "components", "master": master}
-
-
-def test_component_merges_patches_and_links_an_earlier_components_output(toy):
-    out = upstream._build_components(toy["recipe"], toy["root"], "auto", lambda *_: None, toy["systems"])
-    lib = toy["root"] / "library"
-    assert (lib / "extra.txt").read_text() == "getClients\n"            # master's file merged in
-    assert (lib / "dist" / "out.txt").read_text() == "base\nweights\n"   # the branch's change kept
-    assert not (lib / "prebuilt.bin").exists()                         # the conflicting binary removed
-    merged = out["library"]["source"]["merged"]
-    assert merged["commit"] == toy["master"] and merged["conflicts_removed"] == 1
-    # the nodes: patched, and built with the library's output in place of the shipped file
-    assert (toy["root"] / "nodes" / "dist" / "out.txt").read_text() == "nodes\npatched\nbase\nweights\n"
-    assert out["nodes"]["patches"][0]["name"] == "0101-nodes.patch"
-    assert out["nodes"]["inputs"]["lib/dep.txt"]["from"] == "library:dist/out.txt"
-
-
-def test_merge_conflict_outside_removed_paths_stops_the_build(toy):
-    toy["recipe"]["components"]["library"]["build"]["remove"] = []
-    with pytest.raises(HarnessError, match="conflicts in prebuilt.bin"):
-        upstream._build_components(toy["recipe"], toy["root"], "auto", lambda *_: None, toy["systems"])
-
-
-def test_merge_needs_git_history(toy):
-    with pytest.raises(HarnessError, match="needs the repository's history"):
-        upstream._build_components(toy["recipe"], toy["root"], "snapshot", lambda *_: None, toy["systems"])
-
-
-def test_input_from_a_later_component_is_refused(toy):
-    comps = toy["recipe"]["components"]
-    toy["recipe"]["components"] = {"nodes": comps["nodes"], "library": comps["library"]}
-    with pytest.raises(HarnessError, match="not built before it"):
-        upstream._build_components(toy["recipe"], toy["root"], "auto", lambda *_: None, toy["systems"])
-
+FIXTURES = Path(__file__).parent / "fixtures"
 
 def test_generation_switch_picks_the_zeromq_wheat_flavour():
     recipe = upstream.load_recipe("bftsmart-orderer")
@@ -169,7 +74,7 @@ def _fig7() -> dict:
 
 @pytest.fixture
 def geo_config(tmp_path):
-    """Run the config play of playbooks/bftsmart-geo.yml (controller only) for a protocol; return its files."""
+    """Run the config play of the driver's playbook bftsmart-geo.yml (controller only) for a protocol; return its files."""
     if not shutil.which("ansible-playbook"):
         pytest.skip("ansible-playbook is not installed")
     import sys
@@ -198,9 +103,9 @@ def geo_config(tmp_path):
         extra = {"fabricrepro_upstream_dir": str(tmp_path), "bftsmart_geo_service_dir": str(tmp_path / "svc"),
                  "fabricrepro_controller_dir": str(ctl), "fabricrepro_point_path": protocol,
                  "fabricrepro_switches": {"protocol": protocol, "generation": "zeromq"}}
-        r = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "bftsmart-geo.yml"),
+        r = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(playbook_path("bftsmart-geo.yml")),
                             "--tags", "configure", "-e", json.dumps(extra)],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, env=ansible_env())
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
         d = ctl / "bftsmart_geo"
         system = dict(line.split(" = ", 1) for line in (d / "system.config").read_text().splitlines() if " = " in line)
@@ -269,9 +174,8 @@ def test_every_region_pair_is_delayed_both_ways_on_every_node_port():
 
 def test_testnodes_latency_reports_are_parsed_and_a_cut_report_left_out():
     # captured: Oregon's TestNodes 1000 in Fig. 7 run 20261124T070434Z-4b0c260 (BFT-SMaRt, 40 B, overloaded)
-    from harness import bftsmart_logs
     text = (FIXTURES / "testnodes_1000.log").read_text()
-    reports = bftsmart_logs.testnodes_latency(text)
+    reports = logs.testnodes_latency(text)
     assert len(reports) == 3
     first = reports[0]
     assert first["frontend"] == 1000 and first["report"] == 0
@@ -282,22 +186,21 @@ def test_testnodes_latency_reports_are_parsed_and_a_cut_report_left_out():
     assert [r["p50_ms"] for r in reports[1:]] == pytest.approx([2236.752, 21643.325])
     # a report cut off at the end of the file (the process stopped while printing) is left out
     cut = text[:text.rindex("[latency] 1000 // 90th p")]
-    assert [r["report"] for r in bftsmart_logs.testnodes_latency(cut)] == [0, 1]
+    assert [r["report"] for r in logs.testnodes_latency(cut)] == [0, 1]
 
 
 def test_testnodes_output_without_a_report_is_an_error():
-    from harness import bftsmart_logs
     with pytest.raises(HarnessError, match="TestNodes output"):
-        bftsmart_logs.testnodes_latency("Waiting 15 seconds...\nWindow of client 1001 is full\n")
+        logs.testnodes_latency("Waiting 15 seconds...\nWindow of client 1001 is full\n")
 
 
 def test_frontend_latency_table_and_metric(tmp_path):
-    from harness import bftsmart_logs, metrics
+    from harness import metrics
     text = (FIXTURES / "testnodes_1000.log").read_text()
     for region, fid in (("oregon", 1000), ("sao-paulo", 3000)):
         (tmp_path / "logs" / region).mkdir(parents=True)
         (tmp_path / "logs" / region / f"testnodes-{fid}.log").write_text(text.replace("] 1000 //", f"] {fid} //"))
-    table = bftsmart_logs.point_tables(tmp_path)["bft_frontend_latency"]
+    table = logs.frontend_latency_table(tmp_path)
     assert sorted(set(zip(table["region"], table["frontend"]))) == [("oregon", 1000), ("sao-paulo", 3000)]
     out = metrics.compute_all({"bft_frontend_latency": table})
     # three reports per frontend, the first left out (the clients' start), averaged, then over the two frontends

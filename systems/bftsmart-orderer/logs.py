@@ -1,7 +1,6 @@
 """Parsers of what the BFT-SMaRt ordering service's published programs print.
 
-Each reads the text one program writes (systems/bftsmart-orderer; golden
-samples in tests/harness/fixtures/bftsmart-orderer/):
+Each reads the text one program writes (golden samples in tests/fixtures/):
 
 * ``receiver_blocks``: the fork's ``deliver_stdout -quiet -verify`` (a receiver);
 * ``node_throughput``: an ordering node's ``throughput_<id>.log`` (bft.BFTNode's
@@ -17,8 +16,9 @@ samples in tests/harness/fixtures/bftsmart-orderer/):
   zeromq generation): its ``[latency]`` reports, each over a fixed number of its
   own envelopes, from submission to the block's arrival at that frontend.
 
-``point_tables`` turns a point's fetched logs into the tables its metrics read
-(``harness.collect`` stores them beside the CSV tables).
+``TABLES`` turns a point's fetched logs into the tables its metrics read, one
+parser per table reading only its own logs (``harness.collect`` stores them
+beside the CSV tables); ``point_tables`` makes them all.
 
 A parser given text without what it looks for raises ``HarnessError`` naming
 the program, so a run whose program failed never yields a number.
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import HarnessError
+from harness.errors import HarnessError
 
 _RECEIVED = re.compile(r"^Received block:\s+(\d+)\s*$", re.M)
 _QUORUM = re.compile(r"^Block #(\d+) contains a quorum of valid signatures!", re.M)
@@ -165,8 +165,8 @@ def testnodes_latency(text: str) -> list[dict]:
     return out
 
 
-#: Tables ``point_tables`` makes, with their columns (``harness.collect`` loads them with the CSV tables).
-LOG_TABLES = {
+#: The columns of each table parsed from the logs.
+COLUMNS = {
     # node 0's (the leader's) throughput reports: unit "envelopes" or "blocks", rate since the previous report
     "bft_throughput": ["node", "time_ns", "unit", "per_s"],
     # TestSignatures' reports: signatures per second per interval, with its threads and block size
@@ -190,41 +190,58 @@ def _parsed(parser, path: Path) -> list:
         return []  # nothing measured in this file
 
 
-def point_tables(point_dir: Path) -> dict[str, pd.DataFrame]:
-    """The BFT-SMaRt tables of a point from its fetched logs (``logs/<host>/``); none for other systems.
+def _frame(name: str, rows: list[dict]) -> pd.DataFrame | None:
+    return pd.DataFrame(rows, columns=COLUMNS[name]) if rows else None
 
-    Only the leader's (node 0's) throughput log is read: the paper measures there
-    (seed 004 line 147). A log that exists but holds no report is an error (the
-    program ran and measured nothing): it is left out, so the point has no such
-    metric rather than a made-up one.
-    """
-    logs = Path(point_dir) / "logs"
-    out: dict[str, pd.DataFrame] = {}
-    rows = [{"node": 0, "time_ns": _ns(r["time"]), "unit": r["unit"], "per_s": r["per_s"]}
-            for f in sorted(logs.glob("*/throughput_0.log"))
-            for r in _parsed(node_throughput, f)]
-    if rows:
-        out["bft_throughput"] = pd.DataFrame(rows, columns=LOG_TABLES["bft_throughput"])
+
+# Each table's parser takes a point directory and reads its fetched logs (``logs/<host>/``); it
+# returns None when the point has none (another system's point). A log that exists but holds no
+# report is an error (the program ran and measured nothing): it is left out, so the point has no
+# such metric rather than a made-up one.
+
+def throughput_table(point_dir: Path) -> pd.DataFrame | None:
+    """``bft_throughput``: only the leader's (node 0's) throughput log, where the paper measures (seed 004 line 147)."""
+    return _frame("bft_throughput", [{"node": 0, "time_ns": _ns(r["time"]), "unit": r["unit"], "per_s": r["per_s"]}
+                                     for f in sorted(Path(point_dir).glob("logs/*/throughput_0.log"))
+                                     for r in _parsed(node_throughput, f)])
+
+
+def signatures_table(point_dir: Path) -> pd.DataFrame | None:
+    """``bft_signatures``: TestSignatures' rates, its threads and block size read from the output's name."""
     rows = []
-    for f in sorted(logs.glob("*/bftsmart_sigbench-*t-*b.out")):
+    for f in sorted(Path(point_dir).glob("logs/*/bftsmart_sigbench-*t-*b.out")):
         threads, block_size = map(int, re.search(r"-(\d+)t-(\d+)b\.out$", f.name).groups())
         rows += [{"threads": threads, "block_size": block_size, "per_s": r} for r in _parsed(signature_rates, f)]
-    if rows:
-        out["bft_signatures"] = pd.DataFrame(rows, columns=LOG_TABLES["bft_signatures"])
+    return _frame("bft_signatures", rows)
+
+
+def latency_table(point_dir: Path) -> pd.DataFrame | None:
+    """``bft_latency``: every WorkloadClient's latency log."""
     rows = []
-    for f in sorted(logs.glob("*/latency_*.log")):
+    for f in sorted(Path(point_dir).glob("logs/*/latency_*.log")):
         client = f.stem.removeprefix("latency_")
         if not client.isdigit():
             continue  # latency_WORKLOAD_CLIENT_ID_IS_UNDEFINED.log: the nodes' logback opens it too, empty
         rows += [{"client": int(client), "time_ns": _ns(r["time"]), "block": r["block"], "latency_ms": r["latency_ms"]}
                  for r in _parsed(workload_latencies, f)]
-    if rows:
-        out["bft_latency"] = pd.DataFrame(rows, columns=LOG_TABLES["bft_latency"])
-    rows = [{"region": f.parent.name, **{k: r[k] for k in LOG_TABLES["bft_frontend_latency"] if k != "region"}}
-            for f in sorted(logs.glob("*/testnodes-*.log")) for r in _parsed(testnodes_latency, f)]
-    if rows:
-        out["bft_frontend_latency"] = pd.DataFrame(rows, columns=LOG_TABLES["bft_frontend_latency"])
-    return out
+    return _frame("bft_latency", rows)
+
+
+def frontend_latency_table(point_dir: Path) -> pd.DataFrame | None:
+    """``bft_frontend_latency``: every TestNodes frontend's reports, its region the host that ran it."""
+    return _frame("bft_frontend_latency",
+                  [{"region": f.parent.name, **{k: r[k] for k in COLUMNS["bft_frontend_latency"] if k != "region"}}
+                   for f in sorted(Path(point_dir).glob("logs/*/testnodes-*.log")) for r in _parsed(testnodes_latency, f)])
+
+
+#: Each table parsed from the logs, by name, with its parser.
+TABLES = {"bft_throughput": throughput_table, "bft_signatures": signatures_table, "bft_latency": latency_table,
+          "bft_frontend_latency": frontend_latency_table}
+
+
+def point_tables(point_dir: Path) -> dict[str, pd.DataFrame]:
+    """Every BFT-SMaRt table of a point from its fetched logs; none for other systems."""
+    return {name: table for name, parse in TABLES.items() if (table := parse(point_dir)) is not None}
 
 
 def latency_by(reports: pd.DataFrame, column: str, key: str = "frontend") -> dict:

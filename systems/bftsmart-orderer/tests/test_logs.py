@@ -1,15 +1,16 @@
-"""The parsers of harness/bftsmart_logs.py on golden samples: output of the
-published programs captured on this machine (tests/harness/fixtures/bftsmart-orderer/;
-its README says from which run)."""
+"""The parsers of systems/bftsmart-orderer/logs.py on golden samples: output of the
+published programs captured on this machine (systems/bftsmart-orderer/tests/fixtures/;
+its README says from which run), and the plugin's tables, metrics and role variables."""
 
 from pathlib import Path
 
 import pytest
 
-from harness import bftsmart_logs as L
+from fabricrepro_systems.bftsmart_orderer import logs as L
 from harness.errors import HarnessError
+from harness.systems import plugin, role_variables
 
-FIXTURES = Path(__file__).parent / "fixtures" / "bftsmart-orderer"
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _read(name: str) -> str:
@@ -98,7 +99,6 @@ def test_point_tables_leave_out_a_log_without_reports(tmp_path):
 
 def test_metrics_of_the_log_tables(tmp_path):
     from harness.metrics import compute_all
-    from harness.runner import bftsmart_variables
     (tmp_path / "logs" / "h").mkdir(parents=True)
     (tmp_path / "logs" / "h" / "throughput_0.log").write_text(_read("throughput_3.log"))
     (tmp_path / "logs" / "h" / "bftsmart_sigbench-16t-10b.out").write_text(_read("test_signatures.out"))
@@ -108,8 +108,19 @@ def test_metrics_of_the_log_tables(tmp_path):
                                                   (rates[len(rates) // 2 - 1] + rates[len(rates) // 2]) / 2)
     assert m["signed_envelopes_per_s"] == pytest.approx(10 * m["signatures_per_s"])
     assert m["orderer_throughput_tps"] > 0 and "throughput_tps" not in m
-    # a point's parameters -> the roles' variables (none for a point of another system)
-    v = bftsmart_variables({"nodes": 7, "envelopes_per_block": 100, "envelope_bytes": 40, "receivers": 1})
+    # a point's parameters -> the roles' variables (none for a point of another system: only the systems a point
+    # runs are asked)
+    v = plugin("bftsmart-orderer").role_variables({"nodes": 7, "envelopes_per_block": 100, "envelope_bytes": 40,
+                                                   "receivers": 1})
     assert v["bftsmart_config_nodes"] == 7 and v["bftsmart_config_block_size"] == 100
     assert v["bftsmart_workload_envelope_bytes"] == 40 and v["bftsmart_config_frontends"] == 1
-    assert bftsmart_variables({"nodes": 4, "batch_size": 500}) == {}
+    assert not [k for k in role_variables(["fabric-1.2"], {"nodes": 4, "batch_size": 500}) if k.startswith("bftsmart_")]
+
+
+def test_each_table_is_parsed_from_its_own_logs(tmp_path):
+    (tmp_path / "logs" / "h").mkdir(parents=True)
+    (tmp_path / "logs" / "h" / "throughput_0.log").write_text(_read("throughput_3.log"))
+    tables = {t.name: t for t in plugin("bftsmart-orderer").tables()}
+    assert set(tables) == set(L.COLUMNS)
+    assert tables["bft_signatures"].parse(tmp_path) is None
+    assert list(tables["bft_throughput"].parse(tmp_path).columns) == L.COLUMNS["bft_throughput"]

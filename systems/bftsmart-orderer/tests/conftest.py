@@ -1,0 +1,6 @@
+"""The BFT-SMaRt ordering service's tests import its modules as the harness does, from its plugin package
+``fabricrepro_systems.bftsmart_orderer`` (harness/systems.py), which loading the plugin registers."""
+
+from harness.systems import plugin_class
+
+plugin_class("bftsmart-orderer")
