@@ -134,6 +134,45 @@ def reference_errors(doc: dict, file: Path) -> list[str]:
     return errors
 
 
+def better_direction(metric: str) -> str | None:
+    """Which side of ``metric`` is the better system: ``higher`` (rates), ``lower`` (latencies) or None.
+
+    None for a difference, a share or a parameter value. A one-sided bound
+    pointing to the worse side is met by a broken system (an upper bound on
+    throughput passes at zero), so the catalogue may not use one.
+    """
+    if metric.endswith(("_tps", "_per_s")):
+        return "higher"
+    if metric.endswith("_ms") and metric != "latency_difference_ms":
+        return "lower"
+    return None
+
+
+def trivial_bound_problems(doc: dict) -> list[str]:
+    """Claims and published values whose one-sided bound a worse system satisfies trivially.
+
+    An ``upper`` bound on a throughput (or a ratio of throughputs) is met by no
+    throughput at all; a ``lower`` bound on a latency by an arbitrarily slow
+    system. Such a statement is an approximate value to reach (``approx``), a
+    comparison with another measurement, or qualitative.
+    """
+    out = []
+    for exp in doc.get("experiments") or []:
+        for kind in ("published", "claims"):
+            for item in exp.get(kind) or []:
+                if item.get("compare") == "qualitative" or item.get("bound") not in ("upper", "lower"):
+                    continue
+                metric = item.get("metric") or exp.get("metric")
+                better = better_direction(metric or "")
+                if better is None or "relative_to" in item:
+                    continue
+                if (item["bound"] == "upper") == (better == "higher"):
+                    out.append(f"{exp['id']}/{kind}/{item['id']}: a{'n' if item['bound'] == 'upper' else ''} "
+                               f"{item['bound']} bound on {metric} ({better} is better) cannot fail for a worse "
+                               "system; use bound approx, a ratio with a measured value, or compare qualitative")
+    return out
+
+
 def validate_catalogue(doc: dict, file: Path, papers_dir: Path) -> list[str]:
     """All errors of one catalogue document (minimal schema, catalogue schema, references)."""
     errors = schema_errors(doc, _load_schema(SCHEMAS / "catalogue-minimal.json"), file)
@@ -141,7 +180,6 @@ def validate_catalogue(doc: dict, file: Path, papers_dir: Path) -> list[str]:
     if full.exists():
         errors += [e for e in schema_errors(doc, _load_schema(full), file) if e not in errors]
     if not errors:
-        from .analyze import trivial_bound_problems  # the scoring rules live with the scoring
         errors = reference_errors(doc, file) + [f"{_rel(file)}: {e}" for e in trivial_bound_problems(doc)]
     return errors
 

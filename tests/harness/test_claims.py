@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from harness import REPO_ROOT, analyze
-from harness.analyze import evaluate_claim, trivial_bound_problems
-from harness.catalogue import validate_file
+from harness.analyze import evaluate_claim
+from harness.catalogue import trivial_bound_problems, validate_file
 
 PAPERS = REPO_ROOT / "papers"
 
