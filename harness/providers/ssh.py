@@ -90,7 +90,7 @@ def load_inventory(path: Path) -> tuple[dict[str, list[str]], dict[str, dict]]:
     if not path.is_file():
         raise HarnessError(f"inventory {path} not found",
                            hint="give the inventory of your servers with --inventory "
-                                "(see infra/inventories/fastfabric-15.example.yml)")
+                                "(see infra/inventories/*.example.yml)")
     exe = require_tool("ansible-inventory")
     env = ansible_env()
     # without this, an unparseable file is only a warning and the inventory is "localhost"
@@ -341,7 +341,7 @@ class SshProvider(Provider):
                                    f"experiment needs (roles: {', '.join(self.layout)}); its groups: "
                                    f"{', '.join(have) or '(none)'}",
                                    hint="add a group per role, hosts named <role>-<i> "
-                                        "(see infra/inventories/fastfabric-15.example.yml)")
+                                        "(see infra/inventories/*.example.yml)")
             self.role_host[role] = hosts[0]
             self.host_roles.setdefault(hosts[0], []).append(role)
         self.user_vars = {h: self._fix_paths(hostvars[h]) for h in self.host_roles}
