@@ -595,12 +595,12 @@ def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) 
 
 
 #: How a verdict is reached, said once under each claims table (harness/stats.py, docs/catalogue.md).
-VERDICT_METHOD = ("Verdicts: *reproduced* when the measured value's 95% interval lies inside the claim's band, "
-                  "*not reproduced* when it lies wholly outside, *inconclusive* otherwise (with the repetitions that "
-                  "would decide it at the observed spread) and always at one repetition, which has no spread; "
-                  "*not comparable* when it cannot be measured here. Ratios pair the repetitions of one run "
+VERDICT_METHOD = ("Verdicts: **reproduced** when the measured value's 95% interval lies inside the claim's band, "
+                  "**not reproduced** when it lies wholly outside, **inconclusive** otherwise (with the repetitions "
+                  "that would decide it at the observed spread) and always at one repetition, which has no spread; "
+                  "**not comparable** when it cannot be measured here. Ratios pair the repetitions of one run "
                   "(same run, same repetition index): Student t on the log ratios; sides from different runs: "
-                  "Welch t on the log values.")
+                  "Welch t on the log values (docs/catalogue.md, \"How a claim is judged\").")
 
 
 def _claims_once(blocks: list[tuple], experiment_id: str) -> list[tuple]:
