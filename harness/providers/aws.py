@@ -32,6 +32,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import yaml
+
 from .. import REPO_ROOT
 from ..errors import HarnessError
 from .ssh import DEFAULT_WORK_ROOT, SshProvider
@@ -39,13 +41,8 @@ from .ssh import DEFAULT_WORK_ROOT, SshProvider
 log = logging.getLogger(__name__)
 
 TERRAFORM_DIR = REPO_ROOT / "infra" / "terraform"
-#: Paper id (papers/<id>.yaml) -> infra/terraform/environments/<env>.
-PAPER_ENVIRONMENTS = {
-    "fastfabric": "fastfabric",
-    "validation-opt": "validation-opt",
-    "fujitsu-api": "fujitsu",
-    "bftsmart-orderer": "bftsmart",
-}
+#: Paper id (papers/<id>.yaml) -> infra/terraform/environments/<env>: infrastructure's own data.
+PAPER_ENVIRONMENTS = TERRAFORM_DIR / "paper-environments.yaml"
 #: The Terraform output holding the Ansible inventory (environments/*/outputs.tf).
 INVENTORY_OUTPUT = "inventory_yaml"
 TFVARS_NAME = "fabricrepro.tfvars.json"
@@ -86,12 +83,17 @@ def aws_credentials() -> str | None:
     return None
 
 
+def paper_environments() -> dict[str, str]:
+    """``{paper id: Terraform environment}`` (``PAPER_ENVIRONMENTS``)."""
+    return yaml.safe_load(PAPER_ENVIRONMENTS.read_text(encoding="utf-8")) or {}
+
+
 def environment_for(paper: str) -> str:
     """The Terraform environment of a paper id (an environment's own name is accepted too)."""
-    env = PAPER_ENVIRONMENTS.get(paper, paper)
+    papers = paper_environments()
+    env = papers.get(paper, paper)
     if not (TERRAFORM_DIR / "environments" / env).is_dir():
-        valid = sorted(set(PAPER_ENVIRONMENTS) | {p.name for p in (TERRAFORM_DIR / "environments").iterdir()
-                                                   if p.is_dir()})
+        valid = sorted(set(papers) | {p.name for p in (TERRAFORM_DIR / "environments").iterdir() if p.is_dir()})
         raise HarnessError(f"no Terraform environment for paper {paper!r}; valid: {', '.join(valid)}")
     return env
 

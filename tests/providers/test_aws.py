@@ -64,7 +64,7 @@ def test_paper_to_environment():
 
 def test_environments_declare_what_the_provider_passes():
     """Read again from infra/terraform: the variables and the inventory output the provider relies on."""
-    for paper, env in A.PAPER_ENVIRONMENTS.items():
+    for paper, env in A.paper_environments().items():
         d = A.TERRAFORM_DIR / "environments" / env
         assert {"operator_cidrs", "ssh_public_key_file", "ssh_private_key_file", "ami_id", "region",
                 "availability_zone", "default_instance_type", "name"} <= A.terraform_variables(d), env
