@@ -15,8 +15,8 @@ one ``PreflightError`` with one line per problem (issue 24, item 1):
   (``remote_port_problems``); on aws the hosts do not exist before the run.
 * **tools** on PATH: ``ansible-playbook``; Prometheus and node-exporter (the
   per-host metrics); for roles running on this machine (local, netns) the
-  runtimes the roles start (``ROLE_TOOLS``: Java for Kafka, ZooKeeper and
-  BFT-SMaRt, Node.js for Caliper, Python for Fabric v0.6's client); netns:
+  runtimes the roles start (each role's ``meta/preflight.yml`` ``tools``: Java
+  for Kafka and ZooKeeper, ...); netns:
   ``ip``, ``unshare``, ``ssh``, ``sshd`` and, where links are delayed,
   toxiproxy.
 * **build**: the reference build's commands built in ``bin/``; an upstream
@@ -36,38 +36,32 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import yaml
 
 from . import REPO_ROOT
 from .builds import Choice
-from .deploy import role_defaults
+from .deploy import role_defaults, role_dir
 from .errors import HarnessError
 
 #: Free space (GiB) the run store and the work directory need per scale.
 MIN_FREE_GIB = {"smoke": 2, "local": 5, "paper": 20}
 
-#: Listening ports each role's defaults declare besides ``<role>_port`` / ``<role>_ports``
-#: (``harness.runner.host_ports``): variable names, each optionally with an instance
-#: count variable (instance i listens on port + i) or a fixed step (``(count var, step)``).
-EXTRA_PORTS = {
-    "orderer": ["orderer_metrics_port"],
-    "peer": ["peer_metrics_port"],
-    "fabric_peer": ["fabric_peer_chaincode_port", "fabric_peer_events_port", "fabric_peer_profile_port"],
-    "couchdb": ["couchdb_epmd_port", "couchdb_dist_port"],
-    "fujitsu_api_peer": ["fujitsu_api_peer_rest_port", "fujitsu_api_peer_events_port"],
-}
-#: Roles whose instances listen on base + i (i < count): role -> (count variable, [port variables]).
-INSTANCE_PORTS = {
-    "kafka": ("kafka_brokers", ["kafka_port"]),
-    "zookeeper": ("zookeeper_servers", ["zookeeper_port", "zookeeper_peer_port", "zookeeper_election_port"]),
-}
-#: BFT-SMaRt: node i listens on bftsmart_config_port_base + 10 i and the next port (bftsmart_config).
-BFTSMART_NODE_ROLE = "bftsmart_node"
+#: What a role needs that its ``<role>_port``/``<role>_ports`` defaults do not say, in the role's own
+#: ``meta/preflight.yml`` (so that the core names no system's role):
+#:
+#: * ``tools``: programs it starts (e.g. ``[java]``);
+#: * ``ports``: more ports it listens on, each a variable of its defaults (0: not listening), or
+#:   ``{port: VAR, from_role: ROLE, count: VAR, stride: N, offsets: [..]}``: instances ``i < count``
+#:   listen on ``port + stride * i + offset`` (Kafka's brokers, BFT-SMaRt's nodes), the variables
+#:   read from ``from_role``'s defaults (default: this role's).
+PREFLIGHT_META = "meta/preflight.yml"
 
-#: Programs the roles start on their host, besides this repository's commands and the upstream build.
-ROLE_TOOLS = {
-    "kafka": ["java"], "zookeeper": ["java"], "caliper": ["node", "npm"], "fujitsu_api_client": ["python3"],
-}
-ROLE_PREFIX_TOOLS = {"bftsmart_": ["java"]}
+
+def role_preflight(role: str) -> dict:
+    """A role's ``meta/preflight.yml`` ({} when it has none)."""
+    folder = role_dir(role)
+    path = folder / PREFLIGHT_META if folder else None
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path and path.is_file() else {}
 
 
 class PreflightError(HarnessError):
@@ -98,23 +92,19 @@ def role_listen_ports(role: str) -> dict[int, str]:
     for p in doc.get(f"{role}_ports") or []:
         if _int(p) is not None:
             out[int(p)] = f"{role}_ports"
-    for var in EXTRA_PORTS.get(role, []):
-        if (p := _int(doc.get(var))):  # 0: not listening (e.g. the profile port)
-            out[p] = var
-    if role in INSTANCE_PORTS:
-        count_var, variables = INSTANCE_PORTS[role]
-        count = _int(doc.get(count_var)) or 1
-        for var in variables:
-            if (base := _int(doc.get(var))) is not None:
-                for i in range(count):
-                    out[base + i] = var + (f" + {i}" if i else "")
-    if role == BFTSMART_NODE_ROLE:
-        config = role_defaults("bftsmart_config")
-        base, nodes = _int(config.get("bftsmart_config_port_base")), _int(config.get("bftsmart_config_nodes"))
-        if base is not None and nodes:
-            for i in range(nodes):
-                out[base + 10 * i] = f"bftsmart_config_port_base + {10 * i}"
-                out[base + 10 * i + 1] = f"bftsmart_config_port_base + {10 * i + 1}"
+    for entry in role_preflight(role).get("ports") or []:
+        entry = entry if isinstance(entry, dict) else {"port": entry}
+        var = entry["port"]
+        values = role_defaults(entry["from_role"]) if entry.get("from_role") else doc
+        base = _int(values.get(var))
+        if not base:  # 0: not listening (e.g. the profile port); a Jinja expression: not resolved here
+            continue
+        count = _int(values.get(entry["count"])) or 1 if entry.get("count") else 1
+        stride = int(entry.get("stride", 1))
+        for i in range(count):
+            for offset in entry.get("offsets") or [0]:
+                shift = stride * i + offset
+                out[base + shift] = var + (f" + {shift}" if shift else "")
     return out
 
 
@@ -255,9 +245,7 @@ def tool_problems(provider_name: str, layout: dict[str, list[str]], delayed_link
         needs["prometheus-node-exporter"] = ["the per-host metrics"]
         for components in layout.values():
             for c in components:
-                tools = ROLE_TOOLS.get(c, []) + [t for p, ts in ROLE_PREFIX_TOOLS.items() if c.startswith(p)
-                                                 for t in ts]
-                for t in tools:
+                for t in role_preflight(c).get("tools") or []:
                     needs.setdefault(t, []).append(f"role {c}")
     if provider_name == "netns":
         for t in ("ip", "unshare", "ssh", "ssh-keygen"):

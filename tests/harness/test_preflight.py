@@ -60,6 +60,14 @@ def test_the_roles_defaults_give_every_listening_port():
     assert {9092, 9093, 9094, 2181, 2888, 3888, 2183} <= set(preflight.listen_ports(["kafka", "zookeeper"]))
     assert set(preflight.listen_ports(["orderer", "peer"])) == {7050, 7051, 9443, 9444}
     assert preflight.listen_ports(["loadgen", "blockwatch"]) == {}  # clients only dial out
+    # a system's role declares its own in meta/preflight.yml: BFT-SMaRt node i on port_base + 10 i and the next
+    assert set(preflight.listen_ports(["bftsmart_node"])) == {11000, 11001, 11010, 11011, 11020, 11021, 11030, 11031}
+
+
+def test_a_systems_role_declares_the_tools_it_starts(monkeypatch):
+    monkeypatch.setattr(preflight.shutil, "which", lambda tool: None if tool == "java" else "/bin/true")
+    found = preflight.tool_problems("local", {"orderer": ["bftsmart_node"]}, delayed_links=False)
+    assert any(p.startswith("java not found on PATH (needed by role bftsmart_node") for p in found)
 
 
 @pytest.mark.network
