@@ -367,6 +367,20 @@ def configuration(run: "Run") -> dict:
                            for k, v in sorted((resolved.get("parameters") or {}).items())}}
 
 
+def _build_difference(a: dict, b: dict) -> str:
+    """``another build of fastfabric (0123abcd, not 4567ef01)`` from two ``build_identity`` values."""
+    if a.get("kind") != b.get("kind"):
+        return f"{a.get('kind')} build, not {b.get('kind')}"
+    if "keys" not in a:
+        return f"build of commit {a.get('source', '')[:12]}, not {b.get('source', '')[:12]}"
+    keys_a, keys_b = a["keys"], b.get("keys") or {}
+    changed = sorted(n for n in {**keys_a, **keys_b} if keys_a.get(n) != keys_b.get(n))
+    return "another build of " + ", ".join(
+        f"{n} ({str((keys_a.get(n) or {}).get('key'))[:8]}, not {str((keys_b.get(n) or {}).get('key'))[:8]})"
+        if (keys_a.get(n) or {}).get("key") != (keys_b.get(n) or {}).get("key") else f"{n} (its companions)"
+        for n in changed)
+
+
 def configuration_difference(a: dict, b: dict) -> str:
     """Which facts of configuration ``a`` differ from ``b``, in words (``cores 16, not 2``)."""
     out = []
@@ -377,7 +391,7 @@ def configuration_difference(a: dict, b: dict) -> str:
             names = sorted(k for k in {**a[key], **b[key]} if a[key].get(k) != b[key].get(k))
             out += [f"{k}={a[key].get(k)}, not {b[key].get(k)}" for k in names]
         elif key == "build":
-            out.append("another build" + (f" ({a[key]['kind']})" if a[key].get("kind") != b[key].get("kind") else ""))
+            out.append(_build_difference(a[key], b[key]))
         else:
             out.append(f"{key.replace('_', ' ')} {a[key]}, not {b.get(key)}")
     return "; ".join(out)

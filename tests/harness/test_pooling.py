@@ -32,7 +32,7 @@ def _blocks(tps: float) -> pd.DataFrame:
 
 
 def make_run(results, root, name: str, tps: dict, *, status="complete", cores=2, started="2026-01-01T00:00:00Z",
-             reps=3, left_out=()) -> Run:
+             reps=3, left_out=(), source="a" * 40) -> Run:
     """A TEST DOUBLE of a stored run of mini/bench: ``tps`` maps (variant, batch_timeout_ms) to the
     throughput of each repetition (a list, one value per repetition index)."""
     paper = yaml.safe_load((root / "papers" / "mini.yaml").read_text())
@@ -64,7 +64,7 @@ def make_run(results, root, name: str, tps: dict, *, status="complete", cores=2,
         "schema_version": SCHEMA_VERSION, "paper": "mini", "experiment": "bench", "run_id": name,
         "status": status, "reason": None if status == "complete" else "SIGINT", "scale": "smoke",
         "git": {"sha": "a" * 40, "short": "aaaaaaa", "dirty": False},
-        "build": {"kind": "reference", "source": "a" * 40}, "provider": "local",
+        "build": {"kind": "reference", "source": source}, "provider": "local",
         "host": {"cores": cores, "cpu_model": "Test CPU"}, "started_utc": started, "ended_utc": started,
         "resumed_utc": [], "harness_pid": os.getpid() if status == "running" else None})
     return Run.open(path)
@@ -132,6 +132,12 @@ def test_runs_of_another_configuration_are_not_pooled_and_the_newest_complete_on
     assert [r.id for r in chosen.pooled] == ["r2"] and chosen.configuration["cores"] == 16
     (other,) = [r for r in chosen.listed if not r["pooled"]]
     assert other["run_id"] == "r1" and other["why"] == "another configuration: cores 2, not 16"
+    make_run(results, root, "r3", _equal_speed([1000] * 3, [1000] * 3), started="2026-01-03T00:00:00Z", cores=16,
+             source="b" * 40)
+    chosen = select_runs(results, "mini", "bench")
+    assert [r.id for r in chosen.pooled] == ["r3"]
+    assert next(r for r in chosen.listed if r["run_id"] == "r2")["why"] == \
+        "another configuration: build of commit aaaaaaaaaaaa, not bbbbbbbbbbbb"
 
 
 def test_a_variant_restricted_run_is_listed_not_shown(root, tmp_path):
