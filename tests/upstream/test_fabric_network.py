@@ -48,7 +48,7 @@ TRANSFERS = int(os.environ.get("FABRICREPRO_FABRIC_TRANSFERS", "300"))
 BLOCK_SIZE = 100
 
 
-def _skip_reason() -> str | None:
+def fabric_skip_reason() -> str | None:
     for tool in ("ansible-playbook", "go", "ss"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed"
@@ -62,7 +62,7 @@ def _skip_reason() -> str | None:
     return None
 
 
-pytestmark = [pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""), pytest.mark.network]
+pytestmark = [pytest.mark.skipif(fabric_skip_reason() is not None, reason=fabric_skip_reason() or ""), pytest.mark.network]
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def run_watched(tmp_path: Path, spec: dict, inventory, variables: dict, point_di
             elapsed = time.monotonic() - started
             watch.stop.set()
             watch.join()
-            watch.pids.update(_pids(tmp_path / "work"))
+            watch.pids.update(pid_files(tmp_path / "work"))
             rendered = {f.name: f.read_text() for pattern in configs for f in tmp_path.glob(str(pattern))
                         if "fabric_channel" not in f.parts}  # the CLI's is Fabric's own sample
             run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log", timeout=300)
@@ -154,7 +154,7 @@ def assert_every_transfer_valid(point_dir: Path, transfers: int):
     return txs, deliveries, measured, transfer_blocks
 
 
-def _pids(root: Path) -> dict[int, str]:
+def pid_files(root: Path) -> dict[int, str]:
     """``{pid: pid file}`` of every PID file under ``root``."""
     out = {}
     for f in root.rglob("*.pid"):
@@ -188,7 +188,7 @@ class ListenWatch(threading.Thread):
 
     def run(self):
         while not self.stop.wait(0.5):
-            self.pids.update(_pids(self.root))
+            self.pids.update(pid_files(self.root))
             out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
             for line in out.splitlines():
                 for pid in map(int, re.findall(r"pid=(\d+)", line)):

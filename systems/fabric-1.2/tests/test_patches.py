@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 UPSTREAM = ROOT.parent / "shared" / "upstream"
 SNAPSHOT = "fabric-1.2.0"
 COMMIT = "cae2ad4456914adffcb07b1ca873e9624ce8f8b3"

@@ -1,7 +1,7 @@
 """Hyperledger Caliper 0.6.0 drives our smallbank chaincode on Fabric v1.1.0 with our patches (systems/validation-opt).
 
 The paper's client was Caliper's smallbank benchmark (seed 002, Sec. III-B).
-This runs playbooks/validation-caliper.yml on the local provider: the
+This runs systems/validation-opt/playbooks/validation-caliper.yml on the local provider: the
 validation-phase network on LevelDB (the original variant's build), then
 Caliper with its own Fabric connector (fabric-network 2.2) and the
 smallbank workload modules of the pinned caliper-benchmarks source: a
@@ -17,7 +17,6 @@ and bind, about 2 minutes here, then cached); the run itself takes about 90 s.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -26,10 +25,10 @@ from harness import upstream
 from harness.providers.base import groups_of
 from harness.providers.local import LocalProvider
 from tests.upstream.test_fabric_network import clients, run_watched  # noqa: F401  (clients: a fixture)
-from tests.upstream.test_validation_opt_network import point_setup
 from tests.upstream import needs
 
-REPO = Path(__file__).resolve().parents[2]
+from fabricrepro_systems.validation_opt.tests.test_network import point_setup
+
 ACCOUNTS = OPERATIONS = 20
 
 

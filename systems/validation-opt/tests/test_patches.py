@@ -26,7 +26,7 @@ import pytest
 
 from harness import upstream
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PATCH_DIR = ROOT / "systems" / "validation-opt" / "patches"
 RECIPE = upstream.load_recipe("validation-opt")
 

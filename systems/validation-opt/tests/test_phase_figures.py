@@ -1,9 +1,11 @@
-"""The validation-phase paper's stacked breakdown and its qualitative claims (harness/phase_figures.py)."""
+"""The validation-phase paper's stacked breakdown and its qualitative claims (phase_figures.py)."""
 
 import copy
 
-from harness import phase_figures, report
+from harness import systems
 from harness.catalogue import load_paper
+
+from fabricrepro_systems.validation_opt import phase_figures
 
 PAPER = load_paper("validation-opt")
 FIG8 = next(e for e in PAPER.experiments if e["id"] == "fig8-optimized-leveldb-block-size")
@@ -81,7 +83,7 @@ def test_fig5_trends_need_vscc_largest_and_statedb_write_over_ledger_write_at_ev
 
 def test_the_report_hook_adds_the_breakdown_figure_and_table():
     summary = _summary({("original-leveldb", 50): 1000, ("optimized-leveldb", 50): 1100})
-    blocks = report.EXTRA_FIGURES[FIG8["axes"]["figure"]](copy.deepcopy(FIG8), summary, "figures/x", "upstream")
+    blocks = systems.report_parts()[FIG8["axes"]["figure"]](copy.deepcopy(FIG8), summary, "figures/x", "upstream", None)
     assert [b[0] for b in blocks] == ["img", "table"]
     assert blocks[0][1] == "figures/x-breakdown.png" and blocks[0][2].startswith(b"\x89PNG")
     assert [r[:2] for r in blocks[1][2]] == [["50", "original-leveldb"], ["50", "optimized-leveldb"]]

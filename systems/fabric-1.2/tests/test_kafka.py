@@ -1,5 +1,5 @@
 """The upstream Fabric v1.2.0 network with its Kafka ordering service: the driver
-end-to-end-kafka of systems/fabric-1.2/upstream.yaml (playbooks/fabric-end-to-end.yml
+end-to-end-kafka of systems/fabric-1.2/upstream.yaml (systems/fabric-1.2/playbooks/fabric-end-to-end.yml
 with the zookeeper and kafka roles), then teardown.yml, run the way
 harness/runner.py runs a point with ``orderer_type=kafka``.
 
@@ -9,7 +9,7 @@ instead of FastFabric's 3 + 3 with replication 3, and 200 transfers. The Kafka
 roles). The Fabric build, the clients and the helpers are
 tests/upstream/test_fabric_network.py's.
 
-    pytest tests/upstream/test_fabric_kafka.py -s
+    pytest systems/fabric-1.2/tests/test_kafka.py -s
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import yaml
 from harness.deploy import run_playbook
 from harness.errors import HarnessError
 from tests.upstream.test_fabric_network import (  # noqa: F401  (fabric_build, clients: fixtures)
-    _pids, _skip_reason, assert_every_transfer_valid, check_rendered, clients, fabric_build, point_setup, run_watched)
+    assert_every_transfer_valid, check_rendered, clients, fabric_build, fabric_skip_reason, pid_files, point_setup,
+    run_watched)
 
 TRANSFERS = 200
 # One server, one broker: replication 1 (the paper's 3 + 3, replication 3, is a benchmark, not a test).
@@ -40,7 +41,7 @@ def _kafka_skip_reason() -> str | None:
     for tool in ("java", "mvn"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (Kafka and ZooKeeper run on Java; Maven fetches their jars)"
-    return _skip_reason()
+    return fabric_skip_reason()
 
 
 pytestmark = [pytest.mark.skipif(_kafka_skip_reason() is not None, reason=_kafka_skip_reason() or ""), pytest.mark.network]
@@ -52,7 +53,7 @@ def test_kafka_orderer_type_needs_the_kafka_driver(tmp_path, clients, fabric_bui
     with pytest.raises(HarnessError) as failure:
         run_playbook(spec["playbook"], inventory, variables, point_dir / "logs" / "ansible-run.log", timeout=300)
     assert "end-to-end-kafka" in str(failure.value) + (point_dir / "logs" / "ansible-run.log").read_text()
-    assert not _pids(tmp_path / "work"), "nothing should have started"
+    assert not pid_files(tmp_path / "work"), "nothing should have started"
 
 
 def test_fabric_network_on_kafka_commits_every_transfer(tmp_path, clients, fabric_build):

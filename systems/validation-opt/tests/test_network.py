@@ -3,14 +3,14 @@
 Each case builds the variant's upstream build (Fabric v1.1.0 from the snapshot,
 the fixes and instrumentation, the variant's flavour patches, and CouchDB
 3.3.3 from its snapshots; cached by key), then runs one point of the driver
-validation-breakdown (playbooks/validation-breakdown.yml) the way
+validation-breakdown (systems/validation-opt/playbooks/validation-breakdown.yml) the way
 harness/runner.py does and teardown.yml after it: the smallbank accounts and
 operations from our load generator (smallbank mode) all commit valid, the
 peer's phase log has the paper's breakdown for every measured block, every
 server bound the host's own address, and nothing is left running.
 Skipped with the reason without ../shared/upstream.
 
-    FABRICREPRO_VALIDATION_TXS=300 pytest tests/upstream/test_validation_opt_network.py -s
+    FABRICREPRO_VALIDATION_TXS=300 pytest systems/validation-opt/tests/test_network.py -s
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from tests.upstream.test_fabric_network import clients, run_watched  # noqa: F40
 from tests.upstream.test_fabric_network import point_setup as fabric_point_setup
 from tests.upstream import needs
 
-REPO = Path(__file__).resolve().parents[2]
 TXS = int(os.environ.get("FABRICREPRO_VALIDATION_TXS", "200"))
 BLOCK_SIZE = 50
 OPTIMIZED = {"chaincode_cache": True, "parallel_statedb_read": True, "parallel_commit": True}

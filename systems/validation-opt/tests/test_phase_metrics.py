@@ -1,6 +1,6 @@
-"""The validation-phase paper's metrics over the peer's phase log (harness/phase_metrics.py), pinned on a golden sample.
+"""The validation-phase paper's metrics over the peer's phase log (phase_metrics.py), pinned on a golden sample.
 
-tests/harness/fixtures/validation-opt/phases.csv is hand-made test input in
+fixtures/phases.csv is hand-made test input in
 the format patch 0003 of systems/validation-opt writes (its block 5 is the
 row the patch's Go test pins); this checks that the harness reads it as the
 ``phases`` table and computes every catalogue metric of the paper from it.
@@ -15,7 +15,7 @@ import pytest
 from harness import metrics
 from harness.collect import convert_point, load_point
 
-FIXTURE = Path(__file__).parent / "fixtures" / "validation-opt" / "phases.csv"
+FIXTURE = Path(__file__).parent / "fixtures" / "phases.csv"
 
 
 @pytest.fixture()
@@ -49,7 +49,7 @@ def test_phase_metrics_of_the_golden_sample(phases):
     assert math.isclose(got["committer_busy_ratio"], (90 + 80 + 80) / 280, rel_tol=1e-9), got["committer_busy_ratio"]
     for name, value in want.items():
         assert math.isclose(got[name], value, rel_tol=1e-9), (name, got[name], value)
-    assert {metrics.METRICS[n].unit for n in want if n.endswith("_ms")} == {"ms"}
+    assert {metrics.all_metrics()[n].unit for n in want if n.endswith("_ms")} == {"ms"}
 
 
 def test_phase_log_with_a_wrong_header_is_refused(tmp_path):
