@@ -1,5 +1,5 @@
 """A real Fabric v1.2.0 network deployed by the Ansible roles, driven by our load
-generator and block watcher: playbooks/fabric-end-to-end.yml, then teardown.yml,
+generator and block watcher: systems/fabric-1.2/playbooks/fabric-end-to-end.yml, then teardown.yml,
 run the way harness/runner.py runs a point (the same extra variables, a local
 provider's inventory with the components' groups of systems/fabric-1.2/upstream.yaml).
 
