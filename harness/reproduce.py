@@ -111,7 +111,8 @@ def point_latency(plan: Plan) -> float | None:
     return float(values[0]) if values else None
 
 
-def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice) -> None:
+def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
+              systems_dir: Path | None = None) -> None:
     """Bring the hosts up, run the pending points of ``plan``, analyze; always take the hosts down.
 
     Per-host metrics (node-exporter, one Prometheus) cover the whole run and
@@ -158,7 +159,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice)
             summary = run_point(run, point, driver, build.driver_spec(point.variant, point.system), inventory,
                                 provider.work_root,
                                 provider.bin_dir, upstream_build.path if upstream_build else None,
-                                build.companion_dirs(point.variant))
+                                build.companion_dirs(point.variant), systems_dir)
             _collect_resources(monitor, started_ns, time.time_ns(), run.point_dir(point.id), progress)
             metric = experiment.get("metric")
             value = summary["metrics"].get(metric)
@@ -318,7 +319,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         progress.message(f"{experiment['id']}: {len(plan.points)} points at scale {plan.scale} -> {run.path}")
         try:
             with run.lifecycle():
-                _run_plan(plan, run, provider_, progress, choice)
+                _run_plan(plan, run, provider_, progress, choice, systems_dir)
         except Interrupted:
             progress.message(f"interrupted; resume with: invoke reproduce --paper {paper_id} --resume {run.path}")
             raise

@@ -58,7 +58,7 @@ def _param(point: Point, name: str):
                            "its scale, the workload or the harness defaults") from None
 
 
-def role_variables(point: Point, companions: list[str] = ()) -> dict:
+def role_variables(point: Point, companions: list[str] = (), systems_dir: Path | None = None) -> dict:
     """The role variables (docs in each role's defaults/main.yml) that a point's parameters set.
 
     The shared roles' (crypto, committer benchmark, load generator, block
@@ -67,7 +67,7 @@ def role_variables(point: Point, companions: list[str] = ()) -> dict:
     harness/systems.py).
     """
     out = workload_variables(point) if "transactions" in point.parameters else {}
-    out.update(systems.role_variables([point.system, *companions], point.parameters))
+    out.update(systems.role_variables([point.system, *companions], point.parameters, systems_dir))
     return out
 
 
@@ -105,12 +105,14 @@ def workload_variables(point: Point) -> dict:
 
 
 def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,
-              bin_dir: Path, upstream_dir: Path | None = None, companion_dirs: dict | None = None) -> dict:
+              bin_dir: Path, upstream_dir: Path | None = None, companion_dirs: dict | None = None,
+              systems_dir: Path | None = None) -> dict:
     """Run one point to its end and return its summary (status complete, failed or interrupted).
 
     ``spec`` is the driver of the point's system in the run's build
     (``harness.builds``); ``upstream_dir`` the upstream build it runs, if any;
-    ``companion_dirs`` other systems' builds its roles also run (``{system: dir}``).
+    ``companion_dirs`` other systems' builds its roles also run (``{system: dir}``); ``systems_dir``
+    the systems' folder (a test's fixture tree; default the repository's).
     Re-raises ``Interrupted`` after the teardown so that the whole run stops.
     """
     point_dir = run.point_dir(point.id)
@@ -126,7 +128,7 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
         "fabricrepro_stop_order": list(reversed(spec["roles"])),
         **({"fabricrepro_upstream_dir": str(upstream_dir)} if upstream_dir else {}),
         **({"fabricrepro_companion_dirs": companion_dirs} if companion_dirs else {}),
-        **role_variables(point, list(companion_dirs or {})),
+        **role_variables(point, list(companion_dirs or {}), systems_dir),
     }
     logs = point_dir / "logs"
     started = time.monotonic()
