@@ -169,8 +169,10 @@ def choose_build(kind: str, systems: list[str], driver: str, source: str = "auto
 
 
 def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str = "auto", log=print,
-            systems_dir: Path | None = None) -> None:
+            systems_dir: Path | None = None, pins: dict[str, dict] | None = None) -> None:
     """Build (or reuse) the upstream build of every variant (``{variant: (system, switches)}``) and record it.
+
+    ``pins`` ({system: pin}) builds those systems at other commits (``upstream.at_pin``, ``invoke regress``).
 
     ``provenance[system]`` is the system's build without flavours where a
     variant has it (else its first variant's); ``variants[variant]`` names
@@ -180,7 +182,7 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
         return
     for variant, (system, switches) in variants.items():
         built = upstream.build(system, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log,
-                               switches=switches)
+                               switches=switches, pin=(pins or {}).get(system))
         choice.builds[variant] = built
         if built.info.get("base"):  # the base system's tree: it runs with the base's driver
             spec = upstream_driver(built.info["base"], choice.driver, systems_dir)
@@ -195,7 +197,8 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
         # Builds of other systems the driver's roles also run (e.g. the published
         # clients of FastFabric against Fabric v1.2.0's orderer), without flavours.
         for other in choice.driver_spec(variant, system).get("companions") or []:
-            companion = upstream.build(other, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log)
+            companion = upstream.build(other, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log,
+                                       pin=(pins or {}).get(other))
             choice.companions.setdefault(variant, {})[other] = companion
             choice.variants[variant].setdefault("companions", {})[other] = {
                 k: v for k, v in companion.provenance().items() if k in ("system", "key", "path", "patches")}

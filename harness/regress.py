@@ -1,22 +1,39 @@
 """Regression tracking across commits: ``invoke regress``.
 
-For the reference build (``--system reference``) the commits are this
-repository's (or ``--repo``'s, e.g. a clone with a scratch branch). Each
-commit is checked out in its own ``git worktree`` under
-``build/regress/worktrees/`` (the working tree you edit is never touched) and
-built once per *build key*, the tree of its build inputs (``cmd``,
-``internal``, ``go.mod``, ``go.sum``): commits that change only docs or the
-harness share a build and a sample. The experiment runs with this checkout's
-harness against that commit's binaries, ``repeat`` points per commit, one run
-at a time under the network lock, and its runs are stored keyed by commit in
-``results/regress/<system>/<build key>/<paper>/<experiment>/<run-id>/``.
+Two kinds of history are tracked:
+
+* ``--system reference``: this repository's (or ``--repo``'s) commits. Each
+  is checked out in its own ``git worktree`` under ``build/regress/worktrees/``
+  (the working tree you edit is never touched) and built once per *build key*,
+  the tree of its build inputs (``cmd``, ``internal``, ``go.mod``,
+  ``go.sum``): commits that change only docs or the harness share a build and
+  a sample.
+* ``--system <system>`` with a recipe (``systems/<system>/upstream.yaml``): the
+  commits of the published code's repository. It is cloned once (bare) under
+  ``build/regress/repos/`` from the recipe's URL, so git's
+  ``url.<mirror>.insteadOf`` points a machine without GitHub at a local mirror,
+  and each commit is built with the recipe (``upstream.build`` with a ``pin``:
+  its patch series, toolchain and targets; cached by commit, patches and
+  toolchain in ``build/upstream/``). The experiment runs the variant of that
+  system on the upstream build.
+
+``--commits A..B`` is A and each first-parent commit after it up to B;
+``--tags T1,T2,...`` are releases (or branches, commits) side by side. A commit
+whose patch series does not apply, whose build fails, or whose run yields no
+value is recorded as *not measurable* with the reason, shown on the page and
+skipped by comparisons and bisection; it is never dropped.
+
+The experiment runs with this checkout's harness, ``repeat`` points per
+commit, one run at a time under the network lock (regress takes it itself), and
+its runs are stored keyed by commit in
+``results/regress/<system>/<key>/<paper>/<experiment>/<run-id>/`` (the key:
+the build key for the reference build, the commit for an upstream system).
 
 A change between two samples is called by a stated test, never by eye:
 
 * a two-sided Mann–Whitney U test (exact: the permutation distribution of U
   over every split of the pooled values) at ``ALPHA``, **and**
-* a relative change of the medians of at least ``MIN_CHANGE``, with the
-  rank-biserial correlation reported as effect size, **and**
+* a relative change of the medians of at least ``MIN_CHANGE``, **and**
 * the same verdict, in the same direction, from a re-measurement of both
   commits alternating point by point (``repeat`` fresh points each). Samples
   taken one after the other confound the commit with the machine's load at
@@ -24,14 +41,26 @@ A change between two samples is called by a stated test, never by eye:
   minutes, and the first test then flags a commit against itself. Alternating
   spreads such drift over both sides (asv's interleaved rounds do the same).
 
+``repeat`` must be large enough for the exact test to reach ``ALPHA`` at all
+(with 3 points a side its smallest two-sided p is 0.1): fewer are refused,
+naming the minimum. Each comparison reports the effect as a ratio with a
+distribution-free interval (Hodges–Lehmann on log ratios, its bounds order
+statistics of the pairwise ratios picked by the exact U distribution), each
+commit its median with an order-statistic interval; both state their coverage.
+
 ``--batches K`` measures one commit K x ``repeat`` times (one run, each
 point a fresh deployment), cuts the points in run order into K batches and
 tests every pair as it would two commits: the share of pairs flagged by the
 first test and the share still called after the re-measurement are the
-false-positive rates here.
+false-positive rates here. They are kept (``false_positives.json``) and stated
+on every later page of that system and experiment.
 ``--bisect`` binary-searches ``A..B`` for the first commit that differs from
-``A``. The page ``reports/regress/<system>/<experiment>/index.html`` shows the
-per-commit series, the change points and links to the runs.
+``A``, along the first-parent line first; where that commit is a merge, the
+merged branch's own first-parent line is searched next. The page
+``reports/regress/<system>/<experiment>/index.html`` shows the series with
+intervals, the change points, the commits not measurable and why, each
+commit's message and diff stat (from git, also stored in its runs'
+``metadata.json``), and links to the runs.
 """
 
 from __future__ import annotations
@@ -48,24 +77,30 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import REPO_ROOT, upstream
+from . import REPO_ROOT, SCHEMA_VERSION, upstream
 from .catalogue import list_papers, load_paper
 from .errors import HarnessError
 from .rundir import read_json, write_json
 
 ALPHA = 0.05
 MIN_CHANGE = 0.10
+#: Nominal coverage of the intervals on the page (each states the coverage its sample size reaches).
+LEVEL = 0.95
 TEST = (f"two-sided Mann–Whitney U (exact permutation distribution) at alpha {ALPHA}, and a relative change "
-        f"of the medians of at least {MIN_CHANGE:.0%}; effect size: rank-biserial correlation; a flagged change "
-        "is called only if a re-measurement of both commits, alternating point by point, flags it in the same "
-        "direction")
+        f"of the medians of at least {MIN_CHANGE:.0%}; effect: the ratio after/before (Hodges–Lehmann) with its "
+        "distribution-free interval; a flagged change is called only if a re-measurement of both commits, "
+        "alternating point by point, flags it in the same direction")
 BUILD_INPUTS = ("cmd", "internal", "go.mod", "go.sum")
 #: The machine's one-network-at-a-time lock (flock). Set FABRICREPRO_NETWORK_LOCK to another file, or to
 #: nothing when the caller already holds it (a test run under flock).
 NETWORK_LOCK = os.environ.get("FABRICREPRO_NETWORK_LOCK", "/tmp/fabricrepro-network.lock")
-SYSTEMS = ("reference",)
+REFERENCE = "reference"
 #: Beyond this many splits the exact distribution is replaced by the normal approximation.
 EXACT_LIMIT = 200_000
+
+
+class NotMeasurable(HarnessError):
+    """A commit that yields no sample: its patches do not apply, its build fails, or its run has no value."""
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -111,6 +146,74 @@ def mann_whitney(a: list[float], b: list[float]) -> tuple[float, float]:
     return u, min(1.0, math.erfc(z / math.sqrt(2)))
 
 
+def smallest_p(n1: int, n2: int) -> float:
+    """The smallest two-sided p-value the exact test can give with ``n1`` and ``n2`` values (no ties)."""
+    return min(1.0, 2 / math.comb(n1 + n2, n1))
+
+
+def min_points(alpha: float = ALPHA) -> int:
+    """The fewest points per side with which the exact test can call a change at ``alpha``."""
+    n = 1
+    while smallest_p(n, n) >= alpha:
+        n += 1
+    return n
+
+
+def u_counts(n1: int, n2: int) -> list[int]:
+    """How many of the C(n1+n2, n1) splits (no ties) give U = 0, 1, ..., n1*n2."""
+    # counts[i][j][u]: splits of i values of one side and j of the other with U = u (the classic recursion)
+    table = {(i, 0): [1] for i in range(n1 + 1)} | {(0, j): [1] for j in range(n2 + 1)}
+    for i in range(1, n1 + 1):
+        for j in range(1, n2 + 1):
+            # the largest value is on the second side (adds nothing) or on the first (adds j to U)
+            without, shifted = table[(i, j - 1)], [0] * j + table[(i - 1, j)]
+            size = max(len(without), len(shifted))
+            table[(i, j)] = [(without[k] if k < len(without) else 0) + (shifted[k] if k < len(shifted) else 0)
+                             for k in range(size)]
+    return table[(n1, n2)]
+
+
+def ratio_interval(before: list[float], after: list[float], level: float = LEVEL) -> dict:
+    """The ratio after/before (Hodges–Lehmann: median of the pairwise ratios) and its interval.
+
+    The bounds are the k-th smallest and largest pairwise ratios, k from the
+    exact U distribution (the interval that inverts the Mann–Whitney test),
+    so the interval holds for any distribution whose shape the commit only
+    scales. ``coverage`` is what that k reaches (the largest not above
+    1 - ``level`` excluded); with too few points there is none.
+    """
+    if min(before + after) <= 0:
+        return {"ratio": None, "why": "values not all positive"}
+    logs = sorted(math.log(b / a) for a in before for b in after)
+    counts, total = u_counts(len(before), len(after)), math.comb(len(before) + len(after), len(before))
+    k = tail = 0
+    while k < len(counts) and 2 * (tail + counts[k]) / total <= 1 - level:
+        tail += counts[k]
+        k += 1
+    out = {"ratio": round(math.exp(statistics.median(logs)), 6)}
+    if k == 0:
+        return {**out, "low": None, "high": None, "coverage": None,
+                "why": f"no interval at {level:.0%} with {len(before)} and {len(after)} points"}
+    return {**out, "low": round(math.exp(logs[k - 1]), 6), "high": round(math.exp(logs[-k]), 6),
+            "coverage": round(1 - 2 * tail / total, 4)}
+
+
+def median_interval(values: list[float], level: float = LEVEL) -> dict:
+    """The median and the order-statistic interval around it (distribution-free), with its coverage.
+
+    The widest interval, the minimum to the maximum, is used when no narrower
+    one reaches ``level`` (with 5 values it covers 93.8%): the coverage says so.
+    """
+    xs, n = sorted(values), len(values)
+    j, coverage = 1, 1 - 2 / 2 ** n
+    for cand in range(2, n // 2 + 1):
+        cov = 1 - 2 * sum(math.comb(n, i) for i in range(cand)) / 2 ** n
+        if cov < level:
+            break
+        j, coverage = cand, cov
+    return {"median": statistics.median(xs), "low": xs[j - 1], "high": xs[n - j], "coverage": round(coverage, 4)}
+
+
 def compare(before: list[float], after: list[float], alpha: float = ALPHA, min_change: float = MIN_CHANGE) -> dict:
     """Whether ``after`` differs from ``before``: the test, its p-value, effect size and relative change."""
     u, p = mann_whitney(before, after)
@@ -118,7 +221,7 @@ def compare(before: list[float], after: list[float], alpha: float = ALPHA, min_c
     change = (m1 - m0) / m0 if m0 else math.inf
     return {"p": round(p, 6), "u": u, "rank_biserial": round(1 - 2 * u / (len(before) * len(after)), 6),
             "relative_change": round(change, 6), "median_before": m0, "median_after": m1,
-            "changed": p < alpha and abs(change) >= min_change}
+            "effect": ratio_interval(before, after), "changed": p < alpha and abs(change) >= min_change}
 
 
 # ----------------------------------------------------------------------------- commits and builds
@@ -131,18 +234,46 @@ def git(repo: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
-def commits_of(repo: Path, spec: str) -> list[dict]:
-    """``A..B``: A then every first-parent commit after it up to B, oldest first; ``A``: that commit."""
-    if ".." in spec:
-        start, end = spec.split("..", 1)
-        shas = [git(repo, "rev-parse", f"{start}^{{commit}}")] + \
-            git(repo, "rev-list", "--reverse", "--first-parent", f"{start}..{end}").split()
-    else:
-        shas = [git(repo, "rev-parse", f"{spec}^{{commit}}")]
-    if len(shas) < 2 and ".." in spec:
-        raise HarnessError(f"{spec}: no commits after {spec.split('..')[0]}")
-    return [{"sha": s, "short": s[:10], "subject": git(repo, "log", "-1", "--format=%s", s),
-             "key": build_key(repo, s)} for s in shas]
+def describe(repo: Path, sha: str, key: str, ref: str | None = None) -> dict:
+    """A commit as regress records it: its subject, message, parents and diff stat (against its first parent)."""
+    parents = git(repo, "rev-list", "--parents", "-n", "1", sha).split()[1:]
+    return {"sha": sha, "short": sha[:10], "ref": ref, "key": key, "parents": parents,
+            "subject": git(repo, "log", "-1", "--format=%s", sha),
+            "message": git(repo, "log", "-1", "--format=%B", sha),
+            "diffstat": git(repo, "show", "--stat=100", "--format=", "--diff-merges=first-parent", sha)}
+
+
+def resolve(repo: Path, ref: str) -> str:
+    """The full commit ``ref`` names (tag, branch, commit), or a HarnessError naming the repository."""
+    try:
+        return git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}")
+    except HarnessError:
+        raise HarnessError(f"{ref!r} names no commit in {repo}") from None
+
+
+def line_of(repo: Path, spec: str) -> list[str]:
+    """``A..B``: A then every first-parent commit after it up to B, oldest first."""
+    start, end = spec.split("..", 1)
+    shas = [resolve(repo, start)] + git(repo, "rev-list", "--reverse", "--first-parent",
+                                         f"{resolve(repo, start)}..{resolve(repo, end)}").split()
+    if len(shas) < 2:
+        raise HarnessError(f"{spec}: no commits after {start}")
+    return shas
+
+
+def commits_of(repo: Path, spec: str, keyed=None) -> list[dict]:
+    """``A..B`` (see ``line_of``) or one commit, described; ``keyed(sha)`` is each commit's store key
+    (default: the reference build's ``build_key``)."""
+    keyed = keyed or (lambda sha: build_key(repo, sha))
+    shas = line_of(repo, spec) if ".." in spec else [resolve(repo, spec)]
+    return [describe(repo, s, keyed(s)) for s in shas]
+
+
+def releases_of(repo: Path, refs: list[str], keyed) -> list[dict]:
+    """``--tags``: each named ref (tag, branch or commit), in the order given."""
+    if len(refs) < 2:
+        raise HarnessError("--tags needs at least two refs to compare")
+    return [describe(repo, sha, keyed(sha), ref) for ref, sha in ((r, resolve(repo, r)) for r in refs)]
 
 
 def build_key(repo: Path, sha: str) -> str:
@@ -152,13 +283,47 @@ def build_key(repo: Path, sha: str) -> str:
                           text=True, check=True).stdout.strip()[:16]
 
 
-def build(repo: Path, commit: dict, root: Path, log=print) -> tuple[Path, float]:
-    """The ``bin/`` of the commit's build (built once per build key in a worktree); seconds spent building."""
+def clone(recipe: dict, root: Path, log=print) -> Path:
+    """A bare clone of the recipe's repository under ``root/repos`` (made once, fetched each time).
+
+    Cloned from the recipe's ``clone_url`` or GitHub, so that git's own
+    ``url.<mirror>.insteadOf`` setting can point it at a local mirror.
+    """
+    url = recipe.get("clone_url") or f"https://github.com/{recipe['repository']}.git"
+    path = root / "repos" / (recipe["repository"].replace("/", "+") + ".git")
+    if not path.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log(f"regress: cloning {url} into {path}")
+        upstream.run_command(["git", "clone", "--quiet", "--bare", url, str(path)], f"clone {url}")
+    else:
+        upstream.run_command(["git", "-C", str(path), "fetch", "--quiet", "--tags", "--force", url,
+                              "+refs/heads/*:refs/heads/*"], f"fetch {url}")
+    return path
+
+
+def build(tracked: dict, commit: dict, root: Path, log=print) -> tuple[Path, float]:
+    """The ``bin/`` of the commit's build and the seconds spent building; NotMeasurable if it cannot be built.
+
+    The reference build: once per build key in a worktree. An upstream
+    system: its recipe at the commit (``upstream.build`` with a pin), which
+    keeps its own cache.
+    """
+    started = time.monotonic()
+    if tracked["system"] != REFERENCE:
+        try:
+            built = upstream.build(tracked["system"], "git", systems_dir=tracked["systems_dir"],
+                                   builds=tracked["builds"], log=log, switches=tracked["switches"],
+                                   pin=pin_of(tracked, commit))
+        except HarnessError as e:
+            lines = str(e).strip().splitlines()
+            raise NotMeasurable(lines[0] + (f" {lines[-1].strip()}" if len(lines) > 1 else "")) from None
+        commit["build_key"] = built.info["key"]
+        return built.bin_dir, time.monotonic() - started
+    repo = tracked["repo"]
     tree = root / "worktrees" / commit["key"]
     done = tree / "bin" / ".built"
     if done.exists():
         return tree / "bin", 0.0
-    started = time.monotonic()
     if not tree.exists():
         tree.parent.mkdir(parents=True, exist_ok=True)
         git(repo, "worktree", "add", "--detach", str(tree), commit["sha"])
@@ -166,9 +331,15 @@ def build(repo: Path, commit: dict, root: Path, log=print) -> tuple[Path, float]
     for cmd in (["bash", "internal/protos/generate.sh"], ["go", "build", "-o", "bin/", "./cmd/..."]):
         out = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, check=False)
         if out.returncode != 0:
-            raise HarnessError(f"build of {commit['short']} failed: {' '.join(cmd)}: {out.stderr.strip()[-2000:]}")
+            tail = out.stderr.strip().splitlines()[-1:] or ["(no output)"]
+            raise NotMeasurable(f"build failed: {' '.join(cmd)}: {tail[0]}")
     done.write_text(commit["sha"] + "\n")
     return tree / "bin", time.monotonic() - started
+
+
+def pin_of(tracked: dict, commit: dict) -> dict:
+    """The pin that builds an upstream system's recipe at ``commit`` from the local clone."""
+    return {"commit": commit["sha"], "ref": commit.get("ref"), "clone_url": str(tracked["repo"])}
 
 
 # ----------------------------------------------------------------------------- measurements
@@ -235,16 +406,35 @@ def reference_variants(experiment: dict) -> list[str]:
     """The runnable variants of the experiment whose system the reference build has a driver for."""
     from .builds import reference_driver
     from .plan import for_build
-    experiment = for_build(experiment, "reference")
+    experiment = for_build(experiment, REFERENCE)
     return [v["id"] for v in experiment.get("variants") or [] if v.get("runnable") is not False
             and reference_driver(v["system"], experiment["driver"]) is not None]
 
 
-def measure(commit: dict, bin_dir: Path, paper: str, experiment: dict, scale: str, repeat: int,
-            store: Path, fresh: bool = False, stream=None) -> dict:
-    """``repeat`` points of the experiment's reference variants on the commit's binaries.
+def upstream_variant(system: str, experiment: dict, variant: str | None, systems_dir: Path) -> dict:
+    """The experiment's variant of ``system`` that regress runs on that system's upstream builds."""
+    from .builds import upstream_driver
+    ours = [v for v in experiment.get("variants") or [] if v["system"] == system and v.get("runnable") is not False]
+    if variant:
+        ours = [v for v in ours if v["id"] == variant]
+    if len(ours) != 1:
+        names = ", ".join(v["id"] for v in experiment.get("variants") or [] if v["system"] == system) or "none"
+        raise HarnessError(f"experiment {experiment['id']}: " + (
+            f"no runnable variant {variant!r} of system {system}" if variant else
+            f"{len(ours)} runnable variants of system {system}") + f" (variants of {system}: {names}); "
+            "name one with --variant")
+    if upstream_driver(system, experiment["driver"], systems_dir) is None:
+        raise HarnessError(f"system {system} has no upstream driver {experiment['driver']!r} "
+                           f"(systems/{system}/upstream.yaml drivers)")
+    return ours[0]
 
-    A stored run of the commit's build key with enough points is reused unless ``fresh``.
+
+def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: dict, scale: str, repeat: int,
+            store: Path, fresh: bool = False, stream=None) -> dict:
+    """``repeat`` points of the experiment on the commit's build (see the module docstring).
+
+    A stored run of the commit's key with enough points is reused unless
+    ``fresh``. A run without a value of the metric is NotMeasurable.
     """
     from .reproduce import reproduce
     results = store / commit["key"]
@@ -254,56 +444,102 @@ def measure(commit: dict, bin_dir: Path, paper: str, experiment: dict, scale: st
             values = samples(run, metric)
             if len(values) >= repeat:
                 return {"values": values, "runs": [str(run)], "seconds": 0.0, "reused": True}
+    if tracked["system"] == REFERENCE:
+        how = {"build": REFERENCE, "provider_options": {"bin_dir": bin_dir}, "variants": reference_variants(experiment)}
+    else:
+        how = {"build": "upstream", "source": "git", "variants": [tracked["variant"]],
+               "pins": {tracked["system"]: pin_of(tracked, commit)}}
     waited = time.monotonic()
     with network_lock():
         started = time.monotonic()
-        runs = reproduce(paper, experiment["id"], scale=scale, repeat=repeat, build="reference",
-                         results=results, reports=store / "reports", stream=stream or sys.stderr,
-                         provider_options={"bin_dir": bin_dir}, variants=reference_variants(experiment))
+        runs = reproduce(paper, experiment["id"], scale=scale, repeat=repeat, results=results,
+                         reports=store / "reports", stream=stream or sys.stderr, **how)
+    if not runs:
+        raise NotMeasurable(f"no run of {experiment['id']} was made (skipped: see the log above)")
     run = runs[0]
-    run.metadata["regress"] = {"commit": commit["sha"], "build_key": commit["key"], "subject": commit["subject"]}
+    run.metadata["regress"] = {k: commit.get(k) for k in ("sha", "ref", "key", "build_key", "subject", "message",
+                                                          "diffstat")}
     run.save()
     values = samples(run.path, metric)
     if not values:
-        raise HarnessError(f"{commit['short']}: run {run.path} has no {metric} ({run.metadata.get('status')}: "
-                           f"{run.metadata.get('reason')})")
+        raise NotMeasurable(f"run {run.path.name} has no {metric} ({run.metadata.get('status')}: "
+                            f"{run.metadata.get('reason')})")
     return {"values": values, "runs": [str(run.path)], "seconds": round(time.monotonic() - started, 1),
             "lock_wait_seconds": round(started - waited, 1), "reused": False}
 
 
 # ----------------------------------------------------------------------------- the command
 
-def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, scale: str = "smoke",
+def check_sample_size(repeat: int, alpha: float = ALPHA) -> None:
+    """Refuse a sample size at which the exact test cannot reach ``alpha``, naming the minimum."""
+    if repeat < min_points(alpha):
+        raise HarnessError(f"--repeat {repeat}: with {repeat} points a side the exact test's smallest two-sided "
+                           f"p-value is {smallest_p(repeat, repeat):.3g}, not below alpha {alpha}, so no change "
+                           f"could ever be called: use at least {min_points(alpha)} points per commit")
+
+
+def tracked_system(system: str, experiment: dict, variant: str | None, repo: Path | None, root: Path,
+                   systems_dir: Path, builds: Path, log) -> dict:
+    """What regress builds and runs for ``system``: where its commits are read, and for an upstream
+    system the variant (and its switches) measured."""
+    if system == REFERENCE:
+        return {"system": system, "repo": Path(repo or REPO_ROOT).resolve()}
+    recipe = upstream.load_recipe(system, systems_dir)
+    chosen = upstream_variant(system, experiment, variant, systems_dir)
+    return {"system": system, "repo": Path(repo).resolve() if repo else clone(recipe, root, log),
+            "repository": recipe["repository"], "variant": chosen["id"], "switches": chosen.get("switches") or {},
+            "systems_dir": systems_dir, "builds": builds}
+
+
+def regress(system: str, experiment_name: str, commits: str | None = None, repeat: int = 5, scale: str = "smoke",
             bisect: bool = False, batches: int = 1, repo: Path | None = None, root: Path | None = None,
-            results: Path | None = None, reports: Path | None = None, log=None) -> dict:
-    """Build and measure ``commits`` (see the module docstring); write regress.json and index.html."""
+            results: Path | None = None, reports: Path | None = None, log=None, tags: str | None = None,
+            variant: str | None = None, systems_dir: Path | None = None, builds: Path | None = None) -> dict:
+    """Build and measure ``commits`` or ``tags`` (see the module docstring); write regress.json and index.html."""
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
-    if system not in SYSTEMS:
-        raise HarnessError(f"regress --system {system!r}: only the reference build (this repository's commits) "
-                           "is tracked yet; upstream systems' commits need a build per commit of their repository")
-    if repeat < 4:
-        # with 3 points a side the smallest two-sided p is 0.1: no change could ever be called
-        raise HarnessError(f"--repeat {repeat}: the test needs at least 4 points per commit "
-                           f"(with 3 a side no p-value falls below {ALPHA})")
-    repo = Path(repo or REPO_ROOT).resolve()
+    systems_dir = Path(systems_dir or upstream.SYSTEMS)
+    choices = [REFERENCE, *upstream.systems_with_recipe(systems_dir)]
+    if system not in choices:
+        raise HarnessError(f"regress --system {system!r}: not {REFERENCE} and no recipe "
+                           f"(systems/{system}/upstream.yaml); choose one of {', '.join(choices)}")
+    check_sample_size(repeat)
+    if bool(commits) == bool(tags):
+        raise HarnessError("regress: give --commits A..B (or one commit) or --tags T1,T2,..., not both")
+    if tags and (bisect or batches > 1):
+        raise HarnessError("regress --tags compares releases side by side; --bisect and --batches take --commits")
+    if bisect and ".." not in commits:
+        raise HarnessError("regress --bisect needs a range --commits A..B")
     root = Path(root or REPO_ROOT / "build" / "regress")
     from .reproduce import REPORTS, RESULTS
     store = Path(results or RESULTS / "regress") / system
     paper, experiment = find_experiment(experiment_name)
     metric = experiment["metric"]
-    series = commits_of(repo, commits)
-    doc = {"system": system, "paper": paper, "experiment": experiment["id"], "metric": metric, "scale": scale,
-           "repeat": repeat, "test": TEST, "repo": str(repo), "commits_spec": commits, "load_average_start":
-           os.getloadavg(), "cores": os.cpu_count(), "commits": []}
+    tracked = tracked_system(system, experiment, variant, repo, root, systems_dir,
+                             Path(builds or upstream.BUILDS), log)
+    repo = tracked["repo"]
+    # the reference build shares one sample among commits of one build key; an upstream tree is its commit
+    keyed = (lambda sha: build_key(repo, sha)) if system == REFERENCE else (lambda sha: sha[:16])
+    series = releases_of(repo, tags.split(","), keyed) if tags else commits_of(repo, commits, keyed)
+    doc = {"schema_version": SCHEMA_VERSION, "system": system, "paper": paper, "experiment": experiment["id"], "metric": metric, "scale": scale,
+           "repeat": repeat, "test": TEST, "alpha": ALPHA, "min_change": MIN_CHANGE, "level": LEVEL,
+           "min_points": min_points(), "repo": str(repo), "repository": tracked.get("repository"),
+           "variant": tracked.get("variant"), "commits_spec": commits or f"--tags {tags}",
+           "load_average_start": os.getloadavg(), "cores": os.cpu_count(), "commits": []}
 
-    by_key = {}  # commits with one build key built identical binaries: one sample serves them all
+    by_key = {}  # commits with one key built identical binaries: one sample (or one reason) serves them all
 
     def measured(commit, fresh=False, repeat_=repeat):
         if commit["key"] in by_key and not fresh:
             return {**by_key[commit["key"]], **commit, "reused": True}
-        bin_dir, build_s = build(repo, commit, root, log)
-        m = measure(commit, bin_dir, paper, experiment, scale, repeat_, store, fresh=fresh)
-        row = {**commit, **m, "build_seconds": round(build_s, 1), "median": statistics.median(m["values"])}
+        try:
+            bin_dir, build_s = build(tracked, commit, root, log)
+            m = measure(tracked, commit, bin_dir, paper, experiment, scale, repeat_, store, fresh=fresh)
+        except NotMeasurable as e:
+            log(f"regress: {commit['short']} not measurable: {e}")
+            row = {**commit, "not_measurable": str(e), "values": [], "runs": []}
+            by_key[commit["key"]] = row
+            return row
+        row = {**commit, **m, "build_seconds": round(build_s, 1), **median_interval(m["values"])}
         by_key[commit["key"]] = row
         log(f"regress: {commit['short']} {metric} median {row['median']:.4g} over {len(m['values'])} points "
             f"(build {build_s:.0f} s, run {m['seconds']:.0f} s, waited {m.get('lock_wait_seconds', 0):.0f} s "
@@ -313,11 +549,12 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
     def alternating(a: dict, b: dict) -> tuple[list[float], list[float], list[str]]:
         """``repeat`` fresh points of each of a and b, in the order ab ba ab ...: drift hits both alike."""
         values, runs = {0: [], 1: []}, []
-        bin_dirs = [build(repo, commit, root, log)[0] for commit in (a, b)]
+        bin_dirs = [build(tracked, commit, root, log)[0] for commit in (a, b)]
         with network_lock():
             for i in range(repeat):
                 for side in (0, 1) if i % 2 == 0 else (1, 0):
-                    m = measure((a, b)[side], bin_dirs[side], paper, experiment, scale, 1, store, fresh=True)
+                    m = measure(tracked, (a, b)[side], bin_dirs[side], paper, experiment, scale, 1, store,
+                                fresh=True)
                     values[side] += m["values"]
                     runs += m["runs"]
         return values[0], values[1], runs
@@ -326,63 +563,149 @@ def regress(system: str, experiment_name: str, commits: str, repeat: int = 5, sc
         """compare(a, b); a flagged change stands only if the alternating re-measurement flags it the same way."""
         first = compare(a["values"], b["values"])
         if not first["changed"]:
-            return first
+            return {**first, "against": a["sha"]}
         log(f"regress: {a['short']} -> {b['short']} flagged (p {first['p']:.3g}, {first['relative_change']:+.1%}); "
             f"re-measuring both alternately, {repeat} points each")
-        va, vb, runs = alternating(a, b)
+        try:
+            va, vb, runs = alternating(a, b)
+        except NotMeasurable as e:  # e.g. a run of the re-measurement failed: the flag stays unconfirmed
+            log(f"regress: re-measurement failed: {e}")
+            return {**first, "against": a["sha"], "flagged": True, "changed": False,
+                    "confirmation": {"not_measurable": str(e)}}
         again = compare(va, vb)
         same_way = again["changed"] and (again["relative_change"] > 0) == (first["relative_change"] > 0)
         log(f"regress: re-measured p {again['p']:.3g}, {again['relative_change']:+.1%}: "
             f"{'confirmed' if same_way else 'not confirmed'}")
-        return {**first, "flagged": True, "changed": same_way,
+        return {**first, "against": a["sha"], "flagged": True, "changed": same_way,
                 "confirmation": {**again, "values_before": va, "values_after": vb, "runs": runs}}
 
+    out = Path(reports or REPORTS / "regress") / system / experiment["id"]
     if batches > 1:
         # One run of batches x repeat points (each point a fresh deployment), cut in order into batches:
         # one lock hold instead of one per batch on a machine others share.
         whole = measured(series[0], fresh=True, repeat_=batches * repeat)
-        rows = [{**whole, "values": whole["values"][i * repeat:(i + 1) * repeat], "batch": i,
-                 "median": statistics.median(whole["values"][i * repeat:(i + 1) * repeat])}
-                for i in range(batches)]
+        if whole.get("not_measurable"):
+            raise HarnessError(f"--batches: {series[0]['short']} is not measurable: {whole['not_measurable']}")
+        rows = []
+        for i in range(batches):
+            values = whole["values"][i * repeat:(i + 1) * repeat]
+            rows.append({**whole, "values": values, "batch": i, **median_interval(values)})
         pairs = [{"a": i, "b": j, **tested(rows[i], rows[j])} for i, j in itertools.combinations(range(batches), 2)]
         flagged = sum(p.get("flagged", False) for p in pairs)
         doc.update(commits=rows, noise_pairs=pairs, flagged_rate=flagged / len(pairs),
                    false_positive_rate=sum(p["changed"] for p in pairs) / len(pairs))
         log(f"regress: {flagged} of {len(pairs)} pairs of batches of one commit flagged by the first test, "
             f"{sum(p['changed'] for p in pairs)} after the re-measurement")
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "false_positives.json", {
+            "schema_version": SCHEMA_VERSION, "commit": series[0]["sha"], "batches": batches, "repeat": repeat, "scale": scale, "pairs": len(pairs),
+            "flagged": flagged, "called": sum(p["changed"] for p in pairs), "flagged_rate": doc["flagged_rate"],
+            "false_positive_rate": doc["false_positive_rate"], "variant": doc["variant"],
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     elif bisect:
-        first, last = measured(series[0]), measured(series[-1])
-        rows = {0: first, len(series) - 1: last}
-        ends = last["vs_first"] = tested(first, last)
-        doc["bisect"] = {"ends": ends}
-        if not ends["changed"]:
-            doc["bisect"]["first_changed"] = None
-            log(f"regress: {series[-1]['short']} does not differ from {series[0]['short']}: nothing to bisect")
-        else:
-            lo, hi = 0, len(series) - 1
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                rows[mid] = measured(series[mid])
-                rows[mid] = {**rows[mid], "vs_first": tested(first, rows[mid])}
-                if rows[mid]["vs_first"]["changed"]:
-                    hi = mid
-                else:
-                    lo = mid
-            doc["bisect"]["first_changed"] = series[hi]["sha"]
-            log(f"regress: first changed commit {series[hi]['short']}: {series[hi]['subject']}")
-        doc["commits"] = [rows[i] for i in sorted(rows)]
+        doc["bisect"], doc["commits"] = bisected(series, measured, tested, repo, keyed, log)
     else:
         doc["commits"] = [measured(c) for c in series]
-        for before, row in zip(doc["commits"], doc["commits"][1:]):
-            row["vs_previous"] = tested(before, row)
-    doc["change_points"] = [r["sha"] for r in doc["commits"][1:] if (r.get("vs_previous") or {}).get("changed")]
+        before = None
+        for row in doc["commits"]:
+            if row.get("not_measurable"):
+                continue
+            if before is not None:
+                row["vs_previous"] = tested(before, row)
+            before = row
+    if (out / "false_positives.json").is_file():
+        doc["false_positives"] = read_json(out / "false_positives.json")
+    doc["change_points"] = [r["sha"] for r in doc["commits"] if (r.get("vs_previous") or {}).get("changed")]
+    doc["not_measurable"] = {r["sha"]: r["not_measurable"] for r in doc["commits"] if r.get("not_measurable")}
     doc["load_average_end"] = os.getloadavg()
-    out = Path(reports or REPORTS / "regress") / system / experiment["id"]
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "regress.json", doc)
     (out / "index.html").write_text(render_html(doc, out), encoding="utf-8")
     log(f"regress: {out / 'index.html'}")
     return doc
+
+
+def bisected(series: list[dict], measured, tested, repo: Path, keyed, log) -> tuple[dict, list[dict]]:
+    """Binary search of ``series`` (one first-parent line) for the first commit that differs from its first.
+
+    A commit that is not measurable is skipped (the nearest untested one
+    between the bounds is measured instead); if every commit between the
+    bounds is, the change lies in that range and the result says so. Where
+    the first changed commit is a merge, its second parent's line since the
+    first parent (the merged branch) is searched the same way.
+    """
+    rows, order = [], [c["sha"] for c in series]  # order: history, a merged branch's commits before its merge
+
+    def ordered() -> list[dict]:
+        """One row per commit (what each measurement of it added kept), in history order."""
+        unique = {}
+        for row in rows:
+            unique[row["sha"]] = {**unique.get(row["sha"], {}), **row}
+        return sorted(unique.values(), key=lambda r: order.index(r["sha"]))
+
+    first, last = measured(series[0]), measured(series[-1])
+    rows += [first, last]
+    for end in (first, last):
+        if end.get("not_measurable"):
+            return {"first_changed": None, "why": f"{end['short']} is not measurable: nothing to compare"}, ordered()
+    last["vs_first"] = tested(first, last)
+    result = {"ends": last["vs_first"], "lines": []}
+    if not last["vs_first"]["changed"]:
+        log(f"regress: {series[-1]['short']} does not differ from {series[0]['short']}: nothing to bisect")
+        return {**result, "first_changed": None}, ordered()
+    line = series
+    while True:
+        lo, hi = 0, len(line) - 1
+        skipped = []
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            # the midpoint, or if it is not measurable the nearest untested commit between the bounds
+            for at in sorted(range(lo + 1, hi), key=lambda i: (abs(i - mid), i)):
+                if line[at]["sha"] in skipped:
+                    continue
+                row = measured(line[at])
+                rows.append(row)
+                if row.get("not_measurable"):
+                    skipped.append(line[at]["sha"])
+                    continue
+                row["vs_first"] = tested(first, row)
+                if row["vs_first"]["changed"]:
+                    hi = at
+                else:
+                    lo = at
+                break
+            else:  # every commit between the bounds is not measurable
+                break
+        result["lines"].append({"from": line[0]["sha"], "to": line[-1]["sha"], "commits": len(line),
+                                "skipped": skipped})
+        if hi - lo > 1:
+            result.update(first_changed=None, between=[line[lo]["sha"], line[hi]["sha"]],
+                          why=f"every commit after {line[lo]['short']} and before {line[hi]['short']} is not "
+                              "measurable: the change is one of them or the latter")
+            log(f"regress: {result['why']}")
+            return result, ordered()
+        found = line[hi]
+        if len(found["parents"]) < 2:
+            break
+        # A merge: the change came with the merged branch (its last commit differs) or with the merge itself.
+        branch = [found["parents"][0]] + git(repo, "rev-list", "--reverse", "--first-parent",
+                                              f"{found['parents'][0]}..{found['parents'][1]}").split()
+        branch_rows = [describe(repo, sha, keyed(sha)) for sha in branch]
+        tip = measured(branch_rows[-1])
+        rows.append(tip)
+        if tip.get("not_measurable"):
+            break
+        tip["vs_first"] = tested(first, tip)
+        if not tip["vs_first"]["changed"]:
+            break
+        log(f"regress: {found['short']} is a merge; searching the merged branch ({len(branch) - 1} commits)")
+        at = order.index(found["sha"])
+        order[at:at] = [sha for sha in branch[1:] if sha not in order]
+        # the first parent is the last commit found unchanged: the lower bound of the merged branch's search
+        line = branch_rows[:-1] + [tip]
+    result["first_changed"] = found["sha"]
+    log(f"regress: first changed commit {found['short']}: {found['subject']}")
+    return result, ordered()
 
 
 # ----------------------------------------------------------------------------- the page
@@ -394,55 +717,115 @@ def _figure(doc: dict) -> bytes:
 
     rows = doc["commits"]
     fig, ax = plt.subplots(figsize=(max(5, 0.8 * len(rows) + 2), 3.4))
-    for i, r in enumerate(rows):
-        ax.scatter([i] * len(r["values"]), r["values"], s=12, color="tab:blue", alpha=0.6)
-    ax.plot(range(len(rows)), [r["median"] for r in rows], color="tab:blue", label="median")
-    changed = [i for i, r in enumerate(rows) if r["sha"] in doc["change_points"]
-               or r["sha"] == (doc.get("bisect") or {}).get("first_changed")]
+    ok = [i for i, r in enumerate(rows) if not r.get("not_measurable")]
+    for i in ok:
+        ax.scatter([i] * len(rows[i]["values"]), rows[i]["values"], s=12, color="tab:blue", alpha=0.6)
+    ax.errorbar(ok, [rows[i]["median"] for i in ok],
+                yerr=[[rows[i]["median"] - rows[i]["low"] for i in ok], [rows[i]["high"] - rows[i]["median"] for i in ok]],
+                color="tab:blue", capsize=3, label="median and its interval")
+    changed = [i for i in ok if rows[i]["sha"] in doc["change_points"]
+               or rows[i]["sha"] == (doc.get("bisect") or {}).get("first_changed")]
     ax.scatter(changed, [rows[i]["median"] for i in changed], s=120, facecolors="none", edgecolors="tab:red",
                label="change point", zorder=3)
-    ax.set_xticks(range(len(rows)), [r["short"][:7] for r in rows], rotation=45, ha="right", fontsize=7)
+    lost = [i for i, r in enumerate(rows) if r.get("not_measurable")]
+    if lost:
+        ax.scatter(lost, [ax.get_ylim()[0]] * len(lost), marker="x", color="tab:gray", label="not measurable",
+                   clip_on=False)
+    ax.set_xticks(range(len(rows)), [r.get("ref") or r["short"][:7] for r in rows], rotation=45, ha="right",
+                  fontsize=7)
     ax.set_ylabel(doc["metric"])
     ax.legend(fontsize=7)
     return png_bytes(fig)
 
 
-def render_html(doc: dict, out: Path) -> str:
-    """One self-contained page: the series, the change points, and a row per commit linking to its runs."""
-    esc = html.escape
-    rows = []
-    for r in doc["commits"]:
-        vs = r.get("vs_previous") or r.get("vs_first") or {}
-        verdict = "yes" if vs.get("changed") else "flagged, not confirmed" if vs.get("flagged") else ""
-        links = " ".join(f'<a href="{esc(os.path.relpath(p, out))}/summary.json">{esc(Path(p).name)}</a>'
-                         for p in r["runs"])
-        rows.append(f"<tr{' class=changed' if vs.get('changed') else ''}><td><code>{esc(r['short'])}</code></td>"
-                    f"<td>{esc(r['subject'])}</td><td>{len(r['values'])}</td><td>{r['median']:.4g}</td>"
-                    f"<td>{vs.get('p', '')}</td><td>{vs.get('relative_change', '')}</td>"
-                    f"<td>{vs.get('rank_biserial', '')}</td><td>{verdict}</td>"
-                    f"<td>{links}</td></tr>")
-    extra = ""
+def _effect(vs: dict) -> str:
+    e = vs.get("effect") or {}
+    if e.get("ratio") is None:
+        return ""
+    if e.get("low") is None:
+        return f"×{e['ratio']:.3f} ({e.get('why', 'no interval')})"
+    return f"×{e['ratio']:.3f} [{e['low']:.3f}, {e['high']:.3f}] ({e['coverage']:.1%})"
+
+
+def _false_positive_text(doc: dict) -> str:
+    fp = doc.get("false_positives")
     if "false_positive_rate" in doc:
-        extra = (f"<p>Repeated runs of one commit: of {len(doc['noise_pairs'])} pairs of batches, "
-                 f"{sum(p.get('flagged', False) for p in doc['noise_pairs'])} flagged by the first test "
-                 f"(rate {doc['flagged_rate']:.2f}), {sum(p['changed'] for p in doc['noise_pairs'])} still called "
-                 f"after the alternating re-measurement (false-positive rate {doc['false_positive_rate']:.2f}).</p>")
-    if doc.get("bisect"):
-        first = doc["bisect"].get("first_changed")
-        extra += f"<p>Bisect: first changed commit <code>{esc(first[:10]) if first else 'none'}</code>.</p>"
+        return (f"Repeated runs of one commit: of {len(doc['noise_pairs'])} pairs of batches, "
+                f"{sum(p.get('flagged', False) for p in doc['noise_pairs'])} flagged by the first test "
+                f"(rate {doc['flagged_rate']:.2f}), {sum(p['changed'] for p in doc['noise_pairs'])} still called "
+                f"after the alternating re-measurement (false-positive rate {doc['false_positive_rate']:.2f}).")
+    if fp:
+        return (f"False-positive rate of this test for {doc['system']} / {doc['experiment']} on this machine: "
+                f"{fp['false_positive_rate']:.2f} ({fp['called']} of {fp['pairs']} pairs of batches of one commit, "
+                f"<code>{fp['commit'][:10]}</code>, called; {fp['flagged']} flagged by the first test), measured "
+                f"with --batches {fp['batches']} x {fp['repeat']} points at scale {fp['scale']} on "
+                f"{fp['measured_at']}.")
+    return (f"False-positive rate of this test for {doc['system']} / {doc['experiment']}: not measured yet "
+            f"(<code>invoke regress --system {doc['system']} --experiment {doc['paper']}:{doc['experiment']} "
+            f"--commits &lt;commit&gt; --batches 4</code>).")
+
+
+def render_html(doc: dict, out: Path) -> str:
+    """One self-contained page: the series with intervals, the change points, the commits not measurable
+    and why, each commit's message and diff stat, and a row per commit linking to its runs."""
+    esc = html.escape
+    rows, details, seen = [], [], set()
+    for r in doc["commits"]:
+        anchor = f"c-{r['short']}"
+        name = f"<a href=\"#{anchor}\"><code>{esc(r.get('ref') or r['short'])}</code></a>"
+        if r.get("not_measurable"):
+            rows.append(f"<tr class=lost><td>{name}</td><td>{esc(r['subject'])}</td>"
+                        f"<td colspan=7>not measurable: {esc(r['not_measurable'])}</td></tr>")
+        else:
+            vs = r.get("vs_previous") or r.get("vs_first") or {}
+            verdict = "yes" if vs.get("changed") else "flagged, not confirmed" if vs.get("flagged") else ""
+            links = " ".join(f'<a href="{esc(os.path.relpath(p, out))}/summary.json">{esc(Path(p).name)}</a>'
+                             for p in r["runs"])
+            rows.append(f"<tr{' class=changed' if vs.get('changed') else ''}><td>{name}</td>"
+                        f"<td>{esc(r['subject'])}</td><td>{len(r['values'])}</td><td>{r['median']:.4g} "
+                        f"[{r['low']:.4g}, {r['high']:.4g}] ({r['coverage']:.1%})</td>"
+                        f"<td>{vs.get('p', '')}</td><td>{vs.get('relative_change', '')}</td>"
+                        f"<td>{esc(_effect(vs))}</td><td>{verdict}</td><td>{links}</td></tr>")
+        if r["sha"] not in seen:
+            seen.add(r["sha"])
+            details.append(f"<details id=\"{anchor}\"><summary><code>{esc(r['sha'])}</code>"
+                           f"{' (' + esc(r['ref']) + ')' if r.get('ref') else ''} {esc(r['subject'])}</summary>"
+                           f"<pre>{esc(r.get('message', ''))}\n\n{esc(r.get('diffstat', ''))}</pre></details>")
+    extra = f"<p>{_false_positive_text(doc)}</p>"
+    bisect = doc.get("bisect")
+    if bisect:
+        first = bisect.get("first_changed")
+        extra += (f"<p>Bisect: first changed commit <code>{esc(first[:10]) if first else 'none'}</code>"
+                  + (f" ({esc(bisect['why'])})" if bisect.get("why") else "") + ".</p>")
+        for r in doc["commits"]:
+            conf = (r.get("vs_first") or {}).get("confirmation")
+            if conf and "values_before" in conf:
+                extra += (f"<p>Re-measurement of <code>{esc(r['short'])}</code> against the first commit, "
+                          f"alternating point by point: p {conf['p']}, change {conf['relative_change']:+.1%}, "
+                          f"effect {esc(_effect(conf))}: {'confirmed' if r['vs_first']['changed'] else 'not confirmed'}"
+                          ".</p>")
+    lost = doc.get("not_measurable") or {}
+    if lost:
+        extra += f"<p>{len(lost)} commit(s) not measurable (reasons in the table); comparisons and bisection skip them.</p>"
     png = base64.b64encode(_figure(doc)).decode()
+    title = f"{doc['system']} build" + (f", variant {doc['variant']}" if doc.get("variant") else "")
     return f"""<!doctype html><meta charset="utf-8"><title>regress {esc(doc['experiment'])}</title>
 <style>body{{font-family:sans-serif;max-width:70em}} td,th{{padding:2px 8px;border-bottom:1px solid #ddd}}
-tr.changed{{background:#fdd}}</style>
-<h1>{esc(doc['system'])} build: {esc(doc['paper'])} / {esc(doc['experiment'])}</h1>
-<p>{esc(doc['metric'])} per commit ({esc(doc['commits_spec'])}), {doc['repeat']} points per commit at scale
-{esc(doc['scale'])} on {doc['cores']} cores (load average {doc['load_average_start'][0]:.2f} at start,
-{doc['load_average_end'][0]:.2f} at end). Change test: {esc(doc['test'])}; each commit against the one before
-(bisect: against the first).</p>
+tr.changed{{background:#fdd}} tr.lost{{color:#777}}</style>
+<h1>{esc(title)}: {esc(doc['paper'])} / {esc(doc['experiment'])}</h1>
+<p>{esc(doc['metric'])} per commit ({esc(doc['commits_spec'])}{', ' + esc(doc['repository']) if doc.get('repository') else ''}),
+{doc['repeat']} points per commit at scale {esc(doc['scale'])} on {doc['cores']} cores (load average
+{doc['load_average_start'][0]:.2f} at start, {doc['load_average_end'][0]:.2f} at end). Change test: {esc(doc['test'])};
+each commit against the one before it that was measured (bisect: against the first). At least
+{doc['min_points']} points per commit are needed for the test to reach alpha {doc['alpha']}. Intervals: the
+median's order statistics, and the ratio's Hodges–Lehmann interval, each with the coverage its sample size
+reaches (nominal {doc['level']:.0%}).</p>
 {extra}<figure><img alt="series" src="data:image/png;base64,{png}"></figure>
-<table><tr><th>commit</th><th>subject</th><th>n</th><th>median</th><th>p</th><th>relative change</th>
-<th>rank-biserial</th><th>change</th><th>runs</th></tr>
+<table><tr><th>commit</th><th>subject</th><th>n</th><th>median [interval]</th><th>p</th><th>relative change</th>
+<th>ratio [interval]</th><th>change</th><th>runs</th></tr>
 {''.join(rows)}</table>
+<h2>Commits</h2>
+{''.join(details)}
 """
 
 
@@ -450,14 +833,25 @@ def main_summary(doc: dict) -> str:
     """The lines ``invoke regress`` prints at the end."""
     lines = [f"test: {doc['test']}"]
     for r in doc["commits"]:
+        name = r.get("ref") or r["short"]
+        if r.get("not_measurable"):
+            lines.append(f"{name}  not measurable: {r['not_measurable']}")
+            continue
         vs = r.get("vs_previous") or r.get("vs_first") or {}
-        lines.append(f"{r['short']}  median {r['median']:.4g}  n={len(r['values'])}"
-                     + (f"  p={vs['p']:.3g} change {vs['relative_change']:+.1%}{'  CHANGED' if vs['changed'] else ''}"
+        lines.append(f"{name}  median {r['median']:.4g} [{r['low']:.4g}, {r['high']:.4g}]  n={len(r['values'])}"
+                     + (f"  p={vs['p']:.3g} change {vs['relative_change']:+.1%} {_effect(vs)}"
+                        f"{'  CHANGED' if vs['changed'] else ''}"
                         + ("  flagged, not confirmed" if vs.get("flagged") and not vs["changed"] else "")
                         if vs else ""))
     if "false_positive_rate" in doc:
         lines.append(f"flagged by the first test over {len(doc['noise_pairs'])} pairs: {doc['flagged_rate']:.2f}; "
                      f"false-positive rate over {len(doc['noise_pairs'])} pairs: {doc['false_positive_rate']:.2f}")
+    elif doc.get("false_positives"):
+        fp = doc["false_positives"]
+        lines.append(f"false-positive rate (--batches {fp['batches']} on {fp['measured_at']}): "
+                     f"{fp['false_positive_rate']:.2f} over {fp['pairs']} pairs")
     if doc.get("bisect"):
-        lines.append(f"first changed commit: {doc['bisect'].get('first_changed') or 'none'}")
+        b = doc["bisect"]
+        lines.append(f"first changed commit: {b.get('first_changed') or 'none'}"
+                     + (f" ({b['why']})" if b.get("why") else ""))
     return "\n".join(lines)

@@ -209,7 +209,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
               repeat: int | None = None, resume: str | None = None, overrides: dict | None = None,
               results: Path = RESULTS, reports: Path = REPORTS, stream=None,
               provider_options: dict | None = None, papers_dir: Path | None = None,
-              build: str = "auto", source: str = "auto", variants: list[str] | None = None) -> list[Run]:
+              build: str = "auto", source: str = "auto", variants: list[str] | None = None,
+              pins: dict[str, dict] | None = None) -> list[Run]:
     """Reproduce a paper's experiments (or one) and render its report; returns the runs made.
 
     With ``resume`` (a run directory) only that run's missing points are run,
@@ -220,7 +221,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     provider). ``build`` is ``auto`` (upstream where it can run, else the
     reference build, saying why), ``upstream`` or ``reference``; ``source``
     where an upstream build's code comes from (``harness.upstream.SOURCES``);
-    ``variants`` runs only those variants of the experiment.
+    ``variants`` runs only those variants of the experiment; ``pins`` ({system: pin})
+    builds those systems at other commits of their repositories (``upstream.at_pin``, ``invoke regress``).
     """
     stream = stream or sys.stderr
     choose("scale", scale, SCALES)
@@ -300,7 +302,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             # ports, tools, build, disk: in seconds, before anything is built, deployed or stored
             preflight.check(provider_, choice, plan, source, results, systems_dir)
             prepare(choice, _variant_systems(plan), source, log=lambda line: print(line, file=stream),
-                    systems_dir=systems_dir)
+                    systems_dir=systems_dir, pins=pins)
             require_binaries(choice.binaries(), provider_.bin_dir)  # after prepare: variants may add drivers
         except HarnessError as e:
             if len(experiments) == 1 or isinstance(e, preflight.PreflightError):

@@ -328,17 +328,35 @@ def build_key(recipe: dict, patches: list[Patch], toolchain_version: str, flavou
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def at_pin(recipe: dict, pin: dict) -> dict:
+    """The recipe built at another commit of its repository (``invoke regress``).
+
+    ``pin`` gives the ``commit``, optionally the ``ref`` naming it (a tag) and a
+    ``clone_url`` (a local clone of the repository, so that each commit is not
+    fetched from the network again). The snapshot holds only the recipe's own
+    pin, so the tree comes from git; the patches, toolchain and targets stay.
+    """
+    return {**recipe, "commit": pin["commit"], "ref": pin.get("ref"), "ref_moves": False, "snapshot": None,
+            "clone_url": pin.get("clone_url") or recipe.get("clone_url")}
+
+
 def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds: Path = BUILDS,
-          log=print, switches: dict | None = None) -> Build:
+          log=print, switches: dict | None = None, pin: dict | None = None) -> Build:
     """Build ``system``'s upstream code for a variant's ``switches`` (or reuse the same build) and return it.
 
     The tree is the recipe's (or a matching flavour's ``base`` system's),
-    patched with its series and then with each matching flavour's patches.
+    patched with its series and then with each matching flavour's patches;
+    ``pin`` builds it at another commit (``at_pin``).
     """
     choose("upstream source", source, SOURCES)
     own = load_recipe(system, systems_dir)
+    if pin:
+        own = at_pin(own, pin)
     flavours = matching_flavours(system, own, switches, systems_dir)
     base = next((f["base"] for f in flavours if f.get("base")), None)
+    if pin and base:
+        raise HarnessError(f"{system}: flavour {next(f['name'] for f in flavours if f.get('base'))} builds on "
+                           f"{base}'s tree, not on a commit of {own['repository']}")
     recipe = load_recipe(base, systems_dir) if base else own
     choose("toolchain kind", recipe["toolchain"]["kind"], ["go-gopath"])
     patches = patch_series(base or system, recipe, systems_dir)

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from harness import builds
 
 
-def _fake_build(system, source="auto", systems_dir=None, log=print, switches=None):
+def _fake_build(system, source="auto", systems_dir=None, log=print, switches=None, pin=None):
     info = {"system": system, "key": f"{system}-key", "patches": [], "flavours": [], "base": None}
     return SimpleNamespace(path=Path("/builds") / system, info=info,
                            provenance=lambda: {"kind": "upstream", "path": f"/builds/{system}", **info})

@@ -10,6 +10,7 @@ gives that demonstration), so that the search itself is what is tested.
 
 import fcntl
 import json
+import math
 import random
 import subprocess
 
@@ -89,10 +90,10 @@ def doubles(monkeypatch, repo, tmp_path):
     rng = random.Random(11)
     measured = []
 
-    def build(repo_, commit, root, log=print):
+    def build(tracked, commit, root, log=print):
         return root / commit["key"], 0.0
 
-    def measure(commit, bin_dir, paper, experiment, scale, repeat, store, fresh=False, stream=None):
+    def measure(tracked, commit, bin_dir, paper, experiment, scale, repeat, store, fresh=False, stream=None):
         text = subprocess.run(["git", "-C", str(repo), "show", f"{commit['sha']}:cmd/peer.go"], capture_output=True,
                               text=True, check=True).stdout
         centre = 700 if "sleep" in text else 1000
@@ -138,7 +139,7 @@ def test_drift_in_the_machine_load_is_flagged_once_but_not_confirmed(monkeypatch
     """As measured here: another job's build halved the first batch's throughput; the batches after it did not."""
     rng = random.Random(5)
 
-    def measure(commit, bin_dir, paper, experiment, scale, repeat, store, fresh=False, stream=None):
+    def measure(tracked, commit, bin_dir, paper, experiment, scale, repeat, store, fresh=False, stream=None):
         values = [rng.gauss(500 if repeat > 1 and i < 5 else 1000, 50) for i in range(repeat)]
         return {"values": values, "runs": [str(store / "run")], "seconds": 0.0, "reused": False}
 
@@ -161,16 +162,43 @@ def test_samples_follow_run_order(tmp_path):
     assert R.samples(tmp_path, "tps") == list(range(12))
 
 
-def test_upstream_systems_and_tiny_samples_are_refused(repo):
-    with pytest.raises(HarnessError, match="only the reference build"):
-        R.regress("fabric-1.2", "fig6", "HEAD~1..HEAD", repo=repo)
-    with pytest.raises(HarnessError, match="at least 4 points"):
+def test_unknown_systems_and_tiny_samples_are_refused(repo):
+    with pytest.raises(HarnessError, match="no recipe .* choose one of reference, .*fabric-1.2"):
+        R.regress("nosuch", "fig6", "HEAD~1..HEAD", repo=repo)
+    with pytest.raises(HarnessError, match=r"smallest two-sided p-value is 0.1, .* at least 4 points"):
         R.regress("reference", "fig6", "HEAD~1..HEAD", repeat=3, repo=repo)
 
 
 def test_four_points_a_side_is_the_fewest_that_can_call_a_change():
     assert R.mann_whitney([1, 2, 3], [4, 5, 6])[1] > R.ALPHA
     assert R.mann_whitney([1, 2, 3, 4], [5, 6, 7, 8])[1] < R.ALPHA
+    assert R.smallest_p(3, 3) == pytest.approx(0.1) and R.min_points() == 4 and R.min_points(0.01) == 5
+
+
+def test_u_distribution_matches_the_enumeration():
+    for n1, n2 in [(1, 1), (3, 4), (5, 5)]:
+        counts = R.u_counts(n1, n2)
+        assert sum(counts) == math.comb(n1 + n2, n1) and len(counts) == n1 * n2 + 1
+        assert counts == counts[::-1]  # symmetric
+    assert R.u_counts(5, 5)[:4] == [1, 1, 2, 3]
+
+
+def test_effect_interval_of_a_ratio_and_its_coverage():
+    before, after = [100, 101, 102, 103, 104], [70, 71, 72, 73, 74]
+    e = R.ratio_interval(before, after)
+    # k = 3 for 5 and 5 at 95%: P(U <= 2) = 4/252, coverage 1 - 8/252
+    assert e["coverage"] == pytest.approx(1 - 8 / 252, abs=1e-4)
+    assert e["ratio"] == pytest.approx(72 / 102, abs=1e-6)  # the median of the 25 pairwise ratios
+    assert 0.68 < e["low"] < e["ratio"] < e["high"] < 0.74
+    assert R.ratio_interval([1, 2, 3], [4, 5, 6])["low"] is None  # 3 a side: no 95% interval exists
+    assert R.compare(before, after)["effect"] == e
+
+
+def test_median_interval_states_the_coverage_it_reaches():
+    m = R.median_interval([5, 1, 4, 2, 3])
+    assert (m["median"], m["low"], m["high"]) == (3, 1, 5) and m["coverage"] == pytest.approx(1 - 2 / 32)
+    m = R.median_interval(list(range(12)))
+    assert m["coverage"] >= 0.95 and (m["low"], m["high"]) == (2, 9)
 
 
 def test_network_lock_is_reentrant_and_released(monkeypatch, tmp_path):
