@@ -784,7 +784,7 @@ def render_html(doc: dict, out: Path) -> str:
             rows.append(f"<tr{' class=changed' if vs.get('changed') else ''}><td>{name}</td>"
                         f"<td>{esc(r['subject'])}</td><td>{len(r['values'])}</td><td>{r['median']:.4g} "
                         f"[{r['low']:.4g}, {r['high']:.4g}] ({r['coverage']:.1%})</td>"
-                        f"<td>{vs.get('p', '')}</td><td>{vs.get('relative_change', '')}</td>"
+                        f"<td>{vs.get('p', '')}</td><td>{format(vs['relative_change'], '+.1%') if vs else ''}</td>"
                         f"<td>{esc(_effect(vs))}</td><td>{verdict}</td><td>{links}</td></tr>")
         if r["sha"] not in seen:
             seen.add(r["sha"])
