@@ -194,18 +194,23 @@ def validate(c, file=None):
 
 
 @task(help={
-    "system": "reference (this repository's commits; upstream systems are not tracked yet)",
+    "system": "reference (this repository's commits) or a system with a recipe, e.g. fabric-1.2 (its repository's "
+              "commits, each built with systems/<system>/upstream.yaml)",
     "experiment": "[paper:]experiment, e.g. fig6-peer-throughput",
     "commits": "A..B (A, then each first-parent commit up to B) or one commit (with --batches)",
+    "tags": "T1,T2,...: releases, branches or commits compared side by side (instead of --commits)",
+    "variant": "the experiment's variant of an upstream system to run (needed where it has several)",
     "repeat": "points per commit (default 5; at least 4, the fewest with which the test can call a change)",
     "scale": "smoke | local | paper",
-    "bisect": "binary-search A..B for the first commit that differs from A",
+    "bisect": "binary-search A..B for the first commit that differs from A (first-parent line, then a merged branch)",
     "batches": "measure one commit this many times and report how often the test flags a change (false positives)",
-    "repo": "the repository whose commits are built (default: this one; e.g. a clone with a scratch branch)",
+    "repo": "where the commits are read (default: this repository, or a bare clone of the system's repository "
+            "under build/regress/repos)",
 })
-def regress(c, system, experiment, commits, repeat=5, scale="smoke", bisect=False, batches=1, repo=None):
+def regress(c, system, experiment, commits=None, tags=None, variant=None, repeat=5, scale="smoke", bisect=False,
+            batches=1, repo=None):
     """Track a metric across commits: build each once, run with repetitions, call changes by a stated test."""
     from harness.regress import main_summary, regress as run
     doc = _guard(run, system, experiment, commits, repeat=int(repeat), scale=scale, bisect=bisect,
-                 batches=int(batches), repo=repo)
+                 batches=int(batches), repo=repo, tags=tags, variant=variant)
     print(main_summary(doc))
