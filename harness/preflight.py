@@ -39,6 +39,7 @@ from pathlib import Path
 import yaml
 
 from . import REPO_ROOT
+from .systems import build_kinds
 from .builds import Choice
 from .deploy import role_defaults, role_dir
 from .errors import HarnessError
@@ -292,8 +293,9 @@ def build_problems(choice, source: str, bin_dir: Path, systems_dir: Path | None 
             problems.append(f"upstream build of {system} cannot be made: {why}")
         tools["go"].append(system)
         kinds = {c["build"]["kind"] for c in (recipe.get("components") or {}).values()}
-        for tool in (["java", "ant"] if "ant" in kinds else []) + (["erl", "make"] if "couchdb-release" in kinds
-                                                                     else []):
+        extra = build_kinds()  # the systems' own component build kinds (harness/systems.py)
+        for tool in (["java", "ant"] if "ant" in kinds else []) + [t for k in sorted(kinds & set(extra))
+                                                                    for t in extra[k].tools]:
             tools.setdefault(tool, []).append(system)
     for tool, by in tools.items():
         if by and not shutil.which(tool):

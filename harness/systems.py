@@ -67,10 +67,12 @@ class BuildKind:
 
     ``build(system, name, tree, spec, source, log)`` builds the fetched tree in
     place and returns what else it fetched (or None); ``toolchain()`` says
-    which toolchain builds it (part of the build's cache key).
+    which toolchain builds it (part of the build's cache key); ``tools`` are
+    the programs it runs (checked before a run, ``harness.preflight``).
     """
     build: Callable
     toolchain: Callable[[], str]
+    tools: tuple[str, ...] = ()
 
 
 #: A report part (``axes.figure`` of an experiment): (experiment, summary, figure prefix, build kind, run) -> blocks.

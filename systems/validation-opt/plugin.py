@@ -23,4 +23,5 @@ class Plugin(plugin_class("fabric-1.2")):
 
     def build_kinds(self) -> dict:
         return {**super().build_kinds(),
-                couchdb_release.KIND: BuildKind(couchdb_release.build_release, couchdb_release.erlang_version)}
+                couchdb_release.KIND: BuildKind(couchdb_release.build_release, couchdb_release.erlang_version,
+                                                  tools=("erl", "make"))}
