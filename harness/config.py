@@ -6,8 +6,8 @@ and workload files, the experiment (catalogue) file, the environment
 from the environment and the command line are parsed as YAML scalars, so
 ``--set transactions=2000`` gives an integer.
 
-Every value is checked against its declaration in ``harness/parameters.yaml``
-(type and range) when the plan is made, so that bad input is refused, naming
+Every value is checked against its declaration (type and range) in
+``harness/parameters.yaml`` or its system's ``systems/<system>/parameters.yaml`` when the plan is made, so that bad input is refused, naming
 the parameter, where it came from and what was expected, before anything runs.
 """
 
@@ -24,6 +24,7 @@ LAYERS = ("defaults", "system", "experiment", "environment", "cli")
 ENV_PREFIX = "FABRICREPRO_"
 DEFAULTS_FILE = Path(__file__).resolve().parent / "defaults.yaml"
 DECLARATIONS_FILE = Path(__file__).resolve().parent / "parameters.yaml"
+SYSTEMS_DIR = Path(__file__).resolve().parent.parent / "systems"
 #: How an error names each layer, so that a person finds the value to fix.
 SOURCE_NAMES = {"defaults": "harness/defaults.yaml", "system": "the workload file",
                 "experiment": "the experiment file", "environment": "the environment",
@@ -79,9 +80,18 @@ def from_environment(environ=None, declared=None) -> dict:
 
 
 def declarations() -> dict:
-    """The declared type and range of every parameter (``harness/parameters.yaml``)."""
-    with open(DECLARATIONS_FILE, encoding="utf-8") as f:
-        return yaml.safe_load(f) or {}
+    """The declared type and range of every parameter: ``harness/parameters.yaml`` and each system's
+    ``systems/<system>/parameters.yaml`` (found by discovery; a name declared twice is an error)."""
+    out: dict = {}
+    owner: dict = {}
+    for path in [DECLARATIONS_FILE, *sorted(SYSTEMS_DIR.glob("*/parameters.yaml"))]:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f) or {}
+        for name, decl in doc.items():
+            if name in out:
+                raise HarnessError(f"parameter {name!r} is declared in both {owner[name]} and {path}")
+            out[name], owner[name] = decl, path
+    return out
 
 
 def expected(decl: dict) -> str:

@@ -9,6 +9,7 @@ import yaml
 
 from harness import REPO_ROOT
 from harness.config import ParameterError, check, declarations
+from harness.errors import HarnessError
 from harness.plan import make_plan
 from harness.reproduce import reproduce
 
@@ -144,3 +145,19 @@ def test_invoke_reproduce_exits_non_zero_with_one_line_and_no_traceback(tmp_path
     assert "error: parameter block_size='abc' (from --set on the command line): expected an integer" in out.stderr
     assert "Traceback" not in out.stderr
     assert (sorted(results.iterdir()) if results.exists() else []) == before
+
+
+def test_a_systems_parameters_are_declared_in_its_folder_and_merged():
+    """Discovery: FastFabric's go-routine counts are declared in systems/fastfabric/parameters.yaml."""
+    from harness import config
+    assert "block_pipeline_goroutines" not in yaml.safe_load(config.DECLARATIONS_FILE.read_text())
+    assert declarations()["block_pipeline_goroutines"]["type"] == "integer"
+
+
+def test_a_parameter_declared_twice_is_refused(tmp_path, monkeypatch):
+    from harness import config
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "parameters.yaml").write_text("transactions: {type: integer}\n")
+    monkeypatch.setattr(config, "SYSTEMS_DIR", tmp_path)
+    with pytest.raises(HarnessError, match="'transactions' is declared in both"):
+        declarations()
