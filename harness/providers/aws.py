@@ -3,11 +3,17 @@
     invoke reproduce --paper fastfabric --provider aws --ami-id ami-... --operator-cidr 203.0.113.7/32 \\
         --key-file ~/.ssh/repro
 
+The topology is the paper's system's: a system the provider can provision
+keeps its values of the single-region root's system variables (roles, instance
+types) in ``systems/<system>/terraform/single-region.tfvars.json``, and is
+found there by its name, which is also its paper's id.
+
 ``up`` first checks that ``terraform`` and AWS credentials are there (nothing
 is created otherwise), copies ``infra/terraform`` into ``<run_dir>/terraform``
 (the configuration that was applied stays with the run; the state, the
 provider plugins and the lock file live there too, never in the repository),
-then runs in ``<run_dir>/terraform/environments/<env>``::
+writes the system's variables and the operator's inputs into one variables
+file there, then runs in ``<run_dir>/terraform/roots/single-region``::
 
     terraform init -input=false
     terraform apply -auto-approve -input=false -var-file=<run_dir>/terraform/fabricrepro.tfvars.json
@@ -32,18 +38,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import yaml
-
-from .. import REPO_ROOT
+from .. import REPO_ROOT, systems
 from ..errors import HarnessError
 from .ssh import DEFAULT_WORK_ROOT, SshProvider
 
 log = logging.getLogger(__name__)
 
 TERRAFORM_DIR = REPO_ROOT / "infra" / "terraform"
-#: Paper id (papers/<id>.yaml) -> infra/terraform/environments/<env>: infrastructure's own data.
-PAPER_ENVIRONMENTS = TERRAFORM_DIR / "paper-environments.yaml"
-#: The Terraform output holding the Ansible inventory (environments/*/outputs.tf).
+#: The root the provider applies (infra/terraform/roots/<ROOT>): one region, a system's topology from its variables.
+ROOT = "single-region"
+#: The Terraform output holding the Ansible inventory (roots/*/outputs.tf).
 INVENTORY_OUTPUT = "inventory_yaml"
 TFVARS_NAME = "fabricrepro.tfvars.json"
 #: Seconds to wait for fresh instances to answer SSH.
@@ -83,25 +87,31 @@ def aws_credentials() -> str | None:
     return None
 
 
-def paper_environments() -> dict[str, str]:
-    """``{paper id: Terraform environment}`` (``PAPER_ENVIRONMENTS``)."""
-    return yaml.safe_load(PAPER_ENVIRONMENTS.read_text(encoding="utf-8")) or {}
+def system_variables_file(system: str, root: str = ROOT, systems_dir: Path | None = None) -> Path:
+    """Where a system keeps its values of a Terraform root's system variables (it may have none)."""
+    return Path(systems_dir or systems.SYSTEMS_DIR) / system / "terraform" / f"{root}.tfvars.json"
 
 
-def environment_for(paper: str) -> str:
-    """The Terraform environment of a paper id (an environment's own name is accepted too)."""
-    papers = paper_environments()
-    env = papers.get(paper, paper)
-    if not (TERRAFORM_DIR / "environments" / env).is_dir():
-        valid = sorted(set(papers) | {p.name for p in (TERRAFORM_DIR / "environments").iterdir() if p.is_dir()})
-        raise HarnessError(f"no Terraform environment for paper {paper!r}; valid: {', '.join(valid)}")
-    return env
+def environments(systems_dir: Path | None = None) -> dict[str, Path]:
+    """``{system: its variables file}`` for every system the provider can provision (those with ``ROOT``'s)."""
+    found = {name: system_variables_file(name, ROOT, systems_dir) for name in systems.names(systems_dir)}
+    return {name: f for name, f in found.items() if f.is_file()}
 
 
-def terraform_variables(env_dir: Path) -> set[str]:
-    """Names of the variables an environment declares (``variable "x" {`` in its .tf files)."""
+def environment_for(name: str, systems_dir: Path | None = None) -> Path:
+    """The variables file of the system ``name`` (a paper's id names its system); errors list the valid names."""
+    found = environments(systems_dir)
+    if name not in found:
+        raise HarnessError(f"no Terraform environment for {name!r}; valid: {', '.join(sorted(found))}",
+                           hint=f"a system the aws provider can provision has "
+                                f"systems/<system>/terraform/{ROOT}.tfvars.json (infra/terraform/README.md)")
+    return found[name]
+
+
+def terraform_variables(root_dir: Path) -> set[str]:
+    """Names of the variables a Terraform root declares (``variable "x" {`` in its .tf files)."""
     names = set()
-    for f in Path(env_dir).glob("*.tf"):
+    for f in Path(root_dir).glob("*.tf"):
         names |= set(re.findall(r'^\s*variable\s+"([^"]+)"', f.read_text(encoding="utf-8"), re.MULTILINE))
     return names
 
@@ -132,7 +142,8 @@ class AwsProvider(SshProvider):
         self.public_key_file = Path(public_key_file).expanduser() if public_key_file else None
         self.ami_id = ami_id
         self.instance_type = instance_type
-        self.env = environment_for(paper)
+        self.env = paper                      # the paper's system, whose topology this is
+        self.system_variables = environment_for(paper)
         self.tf_root: Path | None = None      # <run_dir>/terraform
         self._applied = False                 # apply was started: down() must destroy
         self.credentials: str | None = None
@@ -140,24 +151,24 @@ class AwsProvider(SshProvider):
 
     # ---- paths and commands
     @property
-    def env_dir(self) -> Path:
-        """The environment's directory in the run's copy of infra/terraform."""
-        return self.tf_root / "environments" / self.env
+    def root_dir(self) -> Path:
+        """The applied root's directory in the run's copy of infra/terraform."""
+        return self.tf_root / "roots" / ROOT
 
     @property
     def tfvars(self) -> Path:
         return self.tf_root / TFVARS_NAME
 
     def _tf_argv(self, *args: str) -> list[str]:
-        return [self._terraform, f"-chdir={self.env_dir}", *args]
+        return [self._terraform, f"-chdir={self.root_dir}", *args]
 
     def destroy_command(self) -> str:
         """The command that removes this run's instances, to run by hand if ``down`` could not."""
-        return shlex.join(["terraform", f"-chdir={self.env_dir}", "destroy", "-auto-approve", "-input=false",
+        return shlex.join(["terraform", f"-chdir={self.root_dir}", "destroy", "-auto-approve", "-input=false",
                            f"-var-file={self.tfvars}"])
 
     def _tf(self, *args: str, capture: bool = False, timeout: float = 3600) -> subprocess.CompletedProcess:
-        """Run terraform in the environment; output appended to <run_dir>/provider/terraform.log."""
+        """Run terraform in the root; output appended to <run_dir>/provider/terraform.log."""
         argv = self._tf_argv(*args)
         env = dict(os.environ)
         # no prompts, no version check calls, no user CLI config surprises
@@ -215,29 +226,29 @@ class AwsProvider(SshProvider):
         return {"cidr": cidr, "key": key.resolve(), "pub": pub.resolve()}
 
     def _variables(self, inputs: dict, layout: dict[str, list[str]]) -> dict:
-        """The environment's input variables (only those it declares)."""
-        declared = terraform_variables(self.env_dir)
-        want = {"operator_cidrs": [inputs["cidr"]], "ssh_public_key_file": str(inputs["pub"]),
-                "ssh_private_key_file": str(inputs["key"]), "ami_id": self.ami_id,
-                # unique per run: names of key pairs and groups must not clash with another run's
-                "name": f"repro-{self.env}-{secrets.token_hex(3)}"}
+        """The root's variables: the system's (its variables file), then the operator's inputs."""
+        want = json.loads(self.system_variables.read_text(encoding="utf-8"))
+        # a role the paper places no host for (0) gets one when the experiment's layout needs it
+        # (fujitsu-api's clients: the harness drives load from a client host)
+        want["roles"] = {role: 1 if count == 0 and role in layout else count for role, count in want["roles"].items()}
+        want.update({"operator_cidrs": [inputs["cidr"]], "ssh_public_key_file": str(inputs["pub"]),
+                     "ssh_private_key_file": str(inputs["key"]), "ami_id": self.ami_id,
+                     # unique per run: names of key pairs and groups must not clash with another run's
+                     "name": f"repro-{self.env}-{secrets.token_hex(3)}"})
         if self.region:
             want["region"] = self.region
-            # the environments default to us-east-1a, which exists only in us-east-1
+            # the root defaults to us-east-1a, which exists only in us-east-1
             want["availability_zone"] = self.availability_zone or f"{self.region}a"
         elif self.availability_zone:
             want["availability_zone"] = self.availability_zone
         if self.instance_type:
             want["default_instance_type"] = self.instance_type
-        if "client" in layout and "client_count" in declared:
-            want["client_count"] = 1  # fujitsu has no client host by default; the harness needs one
-        missing = [k for k in ("operator_cidrs", "ssh_public_key_file", "ssh_private_key_file", "ami_id")
-                   if k not in declared]
-        if missing:
-            raise HarnessError(f"Terraform environment {self.env} declares no variable {', '.join(missing)}; "
-                               "the aws provider and infra/terraform disagree",
-                               hint=f"read {TERRAFORM_DIR / 'environments' / self.env / 'variables.tf'}")
-        return {k: v for k, v in want.items() if k in declared}
+        undeclared = sorted(set(want) - terraform_variables(self.root_dir))
+        if undeclared:
+            raise HarnessError(f"Terraform root {ROOT} declares no variable {', '.join(undeclared)}; the aws provider "
+                               f"or {self.system_variables} and infra/terraform disagree",
+                               hint=f"read {TERRAFORM_DIR / 'roots' / ROOT / 'variables.tf'}")
+        return want
 
     # ---- lifecycle
     def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
@@ -245,8 +256,8 @@ class AwsProvider(SshProvider):
         inputs = self._check_tools_and_inputs()
         self.provider_dir.mkdir(parents=True, exist_ok=True)
         self.tf_root = self.run_dir / "terraform"
-        if not self.env_dir.is_dir():
-            # the whole tree: environments reach their modules by relative paths (../../modules/...);
+        if not self.root_dir.is_dir():
+            # the whole tree: roots reach their modules by relative paths (../../modules/...);
             # not someone's local plugins or state (a lock file, which pins provider versions, is kept)
             shutil.copytree(TERRAFORM_DIR, self.tf_root, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns(".terraform", "*.tfstate*", "__pycache__", "*.py"))
@@ -254,10 +265,10 @@ class AwsProvider(SshProvider):
         self.tfvars.write_text(json.dumps(variables, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         logf = self.provider_dir / "terraform.log"
         if self._tf("init", "-input=false", "-no-color").returncode != 0:
-            raise HarnessError(f"terraform init failed in {self.env_dir} (nothing was created)", log=str(logf))
+            raise HarnessError(f"terraform init failed in {self.root_dir} (nothing was created)", log=str(logf))
         self._applied = True  # from here a failure may leave instances: down() destroys
         if self._tf("apply", "-auto-approve", "-input=false", "-no-color", f"-var-file={self.tfvars}").returncode != 0:
-            raise HarnessError(f"terraform apply failed for environment {self.env} (down() destroys what was made)",
+            raise HarnessError(f"terraform apply failed for {self.env} (down() destroys what was made)",
                                log=str(logf))
         out = self._tf("output", "-raw", INVENTORY_OUTPUT, capture=True, timeout=300)
         if out.returncode != 0 or not out.stdout.strip():
@@ -277,7 +288,7 @@ class AwsProvider(SshProvider):
             return
         r = self._tf("destroy", "-auto-approve", "-input=false", "-no-color", f"-var-file={self.tfvars}")
         if r.returncode != 0:
-            raise HarnessError(f"terraform destroy failed (exit {r.returncode}): instances of environment {self.env} "
+            raise HarnessError(f"terraform destroy failed (exit {r.returncode}): instances of {self.env} "
                                "may still be running, and billed",
                                hint=f"destroy them with: {self.destroy_command()}",
                                log=str(self.provider_dir / "terraform.log"))
@@ -286,7 +297,8 @@ class AwsProvider(SshProvider):
     def describe(self) -> dict:
         d = super().describe()
         d.update({"provider": self.name, "paper": self.paper, "environment": self.env,
-                  "terraform_dir": str(self.env_dir) if self.tf_root else None,
+                  "terraform_dir": str(self.root_dir) if self.tf_root else None,
+                  "system_variables": str(self.system_variables),
                   "region": self.region, "ami_id": self.ami_id, "instance_type": self.instance_type,
                   "credentials": self.credentials,
                   "destroy_command": self.destroy_command() if self.tf_root else None})

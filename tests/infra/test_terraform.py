@@ -1,14 +1,17 @@
 """Terraform checks that run offline: fmt, `terraform test` of the
-provider-free modules, and structural checks of every .tf file with python-hcl2."""
+provider-free modules, validate and mock-provider tests of the roots with each
+system's variables, structural checks of every .tf file with python-hcl2, and
+the systems' variables files against the roots they name."""
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-import sys
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 for _p in (REPO / "infra", REPO / "infra" / "terraform"):
@@ -18,8 +21,18 @@ for _p in (REPO / "infra", REPO / "infra" / "terraform"):
 TF_ROOT = REPO / "infra" / "terraform"
 TF = [sys.executable, str(TF_ROOT / "tf.py")]
 MODULES = sorted(p for p in (TF_ROOT / "modules").iterdir() if p.is_dir())
-ENVIRONMENTS = sorted(p for p in (TF_ROOT / "environments").iterdir() if p.is_dir())
-ALL_TF_DIRS = MODULES + ENVIRONMENTS
+ROOTS = sorted(p for p in (TF_ROOT / "roots").iterdir() if p.is_dir())
+ALL_TF_DIRS = MODULES + ROOTS
+#: A system's values of a root's system variables: systems/<system>/terraform/<root>.tfvars.json.
+SYSTEM_VARIABLES = sorted((REPO / "systems").glob("*/terraform/*.tfvars.json"))
+
+
+def system_and_root(variables: Path) -> tuple[str, str]:
+    return variables.parents[1].name, variables.name.removesuffix(".tfvars.json")
+
+
+def variables_id(variables: Path) -> str:
+    return "{}:{}".format(*system_and_root(variables))
 
 import tf as tfshim  # noqa: E402
 
@@ -46,38 +59,25 @@ needs_aws_provider = pytest.mark.skipif(
     reason="no local hashicorp/aws provider (set TF_PLUGIN_DIR to a directory laid out as for terraform init -plugin-dir)",
 )
 
-SINGLE_REGION_ENVIRONMENTS = ["bftsmart", "fastfabric", "fujitsu", "validation-opt"]
 GEO_ALIASES = {"usw2": "us-west-2", "euw1": "eu-west-1", "apse2": "ap-southeast-2", "sae1": "sa-east-1", "use1": "us-east-1"}
 
-# The interface of each environment: other code passes these variables and
-# reads these outputs (`terraform output -raw inventory_yaml`), so a refactor
-# must keep them exactly.
-ENVIRONMENT_INTERFACE = {
-    "bftsmart": (
-        ["ami_id", "availability_zone", "default_instance_type", "instance_types", "name", "node_count",
-         "operator_cidrs", "region", "ssh_private_key_file", "ssh_public_key_file"],
-        ["hosts", "instance_ids", "inventory_yaml"],
-    ),
-    "bftsmart-geo": (
-        ["ami_ids", "availability_zones", "instance_type", "name", "operator_cidrs", "ssh_private_key_file",
-         "ssh_public_key_file", "wheat"],
-        ["hosts", "inventory_yaml"],
-    ),
-    "fastfabric": (
-        ["ami_id", "availability_zone", "default_instance_type", "instance_types", "name", "operator_cidrs",
-         "region", "ssh_private_key_file", "ssh_public_key_file"],
-        ["hosts", "instance_ids", "inventory_yaml"],
-    ),
-    "fujitsu": (
-        ["ami_id", "availability_zone", "client_count", "default_instance_type", "instance_types", "name",
-         "operator_cidrs", "region", "ssh_private_key_file", "ssh_public_key_file"],
-        ["hosts", "instance_ids", "inventory_yaml"],
-    ),
-    "validation-opt": (
-        ["ami_id", "availability_zone", "default_instance_type", "instance_types", "name", "operator_cidrs",
-         "region", "ssh_private_key_file", "ssh_public_key_file"],
-        ["hosts", "instance_ids", "inventory_yaml"],
-    ),
+# The interface of each root: its system variables (each system's variables
+# file sets exactly these), the operator's (the aws provider passes them), and
+# the outputs other code reads (`terraform output -raw inventory_yaml`), so a
+# refactor must keep them exactly.
+ROOT_INTERFACE = {
+    "single-region": {
+        "system": ["default_instance_type", "instance_types", "paper", "roles", "system"],
+        "operator": ["ami_id", "availability_zone", "name", "operator_cidrs", "region", "ssh_private_key_file",
+                     "ssh_public_key_file"],
+        "outputs": ["hosts", "instance_ids", "inventory_yaml"],
+    },
+    "bftsmart-geo": {
+        "system": ["instance_type", "paper", "system"],
+        "operator": ["ami_ids", "availability_zones", "name", "operator_cidrs", "ssh_private_key_file",
+                     "ssh_public_key_file", "wheat"],
+        "outputs": ["hosts", "inventory_yaml"],
+    },
 }
 
 
@@ -105,41 +105,56 @@ def test_provider_free_module_tests(module, tmp_path):
     assert " 0 failed" in test.stdout
 
 
-def tf_copy(tmp_path: Path) -> Path:
-    """Copy infra/terraform (without .terraform/) so that init never writes into
-    the work tree; module sources are relative, so the whole tree is copied."""
-    work = tmp_path / "terraform"
+@pytest.fixture(scope="module")
+def initialized(tmp_path_factory):
+    """``initialized("roots/single-region")``: that directory in a copy of
+    infra/terraform (without .terraform/, so that init never writes into the
+    work tree; module sources are relative, so the whole tree is copied),
+    initialized with the local aws provider; one copy and init per directory."""
+    work = tmp_path_factory.mktemp("tf") / "terraform"
     shutil.copytree(TF_ROOT, work, ignore=shutil.ignore_patterns(".terraform", ".terraform.lock.hcl", "*.tfstate*"))
-    return work
+    done: set[str] = set()
 
-
-def init_with_mirror(work: Path):
-    init = run_tf(f"-chdir={work}", "init", "-backend=false", "-no-color", "-input=false", f"-plugin-dir={AWS_MIRROR}")
-    assert init.returncode == 0, init.stdout + init.stderr
+    def get(path: str) -> Path:
+        if path not in done:
+            init = run_tf(f"-chdir={work / path}", "init", "-backend=false", "-no-color", "-input=false",
+                          f"-plugin-dir={AWS_MIRROR}")
+            assert init.returncode == 0, init.stdout + init.stderr
+            done.add(path)
+        return work / path
+    return get
 
 
 @needs_terraform
 @needs_aws_provider
-@pytest.mark.parametrize("env", sorted(ENVIRONMENT_INTERFACE))
-def test_environment_validates(env, tmp_path):
-    work = tf_copy(tmp_path) / "environments" / env
-    init_with_mirror(work)
-    r = run_tf(f"-chdir={work}", "validate", "-no-color")
+@pytest.mark.parametrize("root", sorted(ROOT_INTERFACE))
+def test_root_validates(root, initialized):
+    r = run_tf(f"-chdir={initialized(f'roots/{root}')}", "validate", "-no-color")
     assert r.returncode == 0 and "Success" in r.stdout, r.stdout + r.stderr
 
 
-@needs_terraform
-@needs_aws_provider
-@pytest.mark.parametrize("path", ["modules/environment", "environments/bftsmart-geo"])
-def test_mock_provider_tests(path, tmp_path):
+def mock_provider_test(work: Path, *args: str):
     """`terraform test` of the AWS wiring against mock providers: plan and a
     mock apply, no account and no network (the provider's schema is needed)."""
-    work = tf_copy(tmp_path) / path
-    assert list(work.glob("tests/*.tftest.hcl")), f"{path} has no tests"
-    init_with_mirror(work)
-    test = run_tf(f"-chdir={work}", "test", "-no-color")
+    assert list(work.glob("tests/*.tftest.hcl")), f"{work} has no tests"
+    test = run_tf(f"-chdir={work}", "test", "-no-color", *args)
     assert test.returncode == 0, test.stdout + test.stderr
-    assert " 0 failed" in test.stdout
+    assert " 0 failed" in test.stdout and " 0 passed" not in test.stdout, test.stdout
+
+
+@needs_terraform
+@needs_aws_provider
+def test_environment_module_mock_provider_tests(initialized):
+    mock_provider_test(initialized("modules/environment"))
+
+
+@needs_terraform
+@needs_aws_provider
+@pytest.mark.parametrize("variables", SYSTEM_VARIABLES, ids=variables_id)
+def test_root_mock_provider_tests_with_each_systems_variables(variables, initialized):
+    """Each root's tests plan and apply the topology of every system that gives it variables."""
+    _, root = system_and_root(variables)
+    mock_provider_test(initialized(f"roots/{root}"), f"-var-file={variables}")
 
 
 hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 is not installed (pip install python-hcl2)")
@@ -178,7 +193,7 @@ def test_standard_files(path):
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
 def test_no_provider_blocks_in_modules(path):
-    assert "provider" not in parse_dir(path), f"{path.name} configures a provider; only environments may"
+    assert "provider" not in parse_dir(path), f"{path.name} configures a provider; only roots may"
 
 
 @pytest.mark.parametrize("path", ALL_TF_DIRS, ids=lambda p: p.name)
@@ -217,20 +232,20 @@ def test_instances_carry_role_tag_and_placement_group():
     assert "aws_key_pair" in resources and "aws_placement_group" in resources
 
 
-def test_fastfabric_environment_has_fifteen_hosts():
-    text = (TF_ROOT / "environments" / "fastfabric" / "main.tf").read_text()
-    counts = dict(
-        (k, int(v)) for k, v in
-        __import__("re").findall(r"^\s+(orderer|zookeeper|kafka|peer|storage|endorser|client)\s+=\s+(\d+)", text, __import__("re").M)
-    )
-    assert sum(counts.values()) == 15, counts
+def system_variables(system: str, root: str) -> dict:
+    return json.loads((REPO / "systems" / system / "terraform" / f"{root}.tfvars.json").read_text())
 
 
-def test_geo_environment_regions():
-    text = (TF_ROOT / "environments" / "bftsmart-geo" / "main.tf").read_text()
+def test_fastfabric_has_fifteen_hosts():
+    roles = system_variables("fastfabric", "single-region")["roles"]
+    assert sum(roles.values()) == 15, roles
+
+
+def test_geo_root_regions():
+    text = (TF_ROOT / "roots" / "bftsmart-geo" / "main.tf").read_text()
     for region in ["us-west-2", "eu-west-1", "ap-southeast-2", "sa-east-1", "us-east-1"]:
         assert f'region = "{region}"' in text
-    assert "m4.4xlarge" in (TF_ROOT / "environments" / "bftsmart-geo" / "variables.tf").read_text()
+    assert system_variables("bftsmart-orderer", "bftsmart-geo")["instance_type"] == "m4.4xlarge"
 
 
 def blocks(doc: dict, kind: str) -> dict:
@@ -243,36 +258,70 @@ def resources(doc: dict) -> dict:
     return {(t, n): body for b in doc.get("resource", []) for t, rs in b.items() for n, body in rs.items()}
 
 
-@pytest.mark.parametrize("env", sorted(ENVIRONMENT_INTERFACE))
-def test_environment_interface_unchanged(env):
-    doc = parse_dir(TF_ROOT / "environments" / env)
-    variables, outputs = ENVIRONMENT_INTERFACE[env]
-    assert sorted(blocks(doc, "variable")) == variables
-    assert sorted(blocks(doc, "output")) == outputs
+@pytest.mark.parametrize("root", sorted(ROOT_INTERFACE))
+def test_root_interface_unchanged(root):
+    doc = parse_dir(TF_ROOT / "roots" / root)
+    interface = ROOT_INTERFACE[root]
+    assert sorted(blocks(doc, "variable")) == sorted(interface["system"] + interface["operator"])
+    assert sorted(blocks(doc, "output")) == interface["outputs"]
 
 
-def test_environment_list_is_complete():
-    assert sorted(p.name for p in ENVIRONMENTS) == sorted(ENVIRONMENT_INTERFACE)
+@pytest.mark.parametrize("root", sorted(ROOT_INTERFACE))
+def test_system_variables_have_no_default(root):
+    """So that a system's variables file must state each of them (and Terraform says which one it lacks)."""
+    variables = blocks(parse_dir(TF_ROOT / "roots" / root), "variable")
+    assert [v for v in ROOT_INTERFACE[root]["system"] if "default" in variables[v]] == []
 
 
-@pytest.mark.parametrize("env", SINGLE_REGION_ENVIRONMENTS)
-def test_single_region_environment_is_one_call_of_the_shared_module(env):
-    doc = parse_dir(TF_ROOT / "environments" / env)
+def test_root_list_is_complete():
+    assert sorted(p.name for p in ROOTS) == sorted(ROOT_INTERFACE)
+
+
+def test_every_root_provisions_a_system():
+    """A root no system gives variables would be neither applied nor tested with real data."""
+    assert sorted({system_and_root(v)[1] for v in SYSTEM_VARIABLES}) == sorted(ROOT_INTERFACE)
+
+
+@pytest.mark.parametrize("variables", SYSTEM_VARIABLES, ids=variables_id)
+def test_system_variables_file_sets_exactly_the_roots_system_variables(variables):
+    system, root = system_and_root(variables)
+    assert root in ROOT_INTERFACE, f"{variables.relative_to(REPO)} names no root under infra/terraform/roots"
+    values = json.loads(variables.read_text())
+    assert sorted(values) == ROOT_INTERFACE[root]["system"]
+    assert values["system"] == system
+    system_yaml = yaml.safe_load((REPO / "systems" / system / "system.yaml").read_text())
+    assert values["paper"] == system_yaml["paper"]
+
+
+@pytest.mark.parametrize("variables", [v for v in SYSTEM_VARIABLES if system_and_root(v)[1] == "single-region"],
+                         ids=variables_id)
+def test_single_region_topology(variables):
+    values = json.loads(variables.read_text())
+    roles = values["roles"]
+    assert roles and all(re.fullmatch(r"[a-z][a-z0-9_]*", r) for r in roles), roles
+    assert all(isinstance(n, int) and n >= 0 for n in roles.values()), roles
+    assert sum(roles.values()) > 0
+    assert set(values["instance_types"]) <= set(roles), "instance types for roles the topology lacks"
+    assert isinstance(values["default_instance_type"], str) and values["default_instance_type"]
+
+
+def test_single_region_root_is_one_call_of_the_shared_module():
+    doc = parse_dir(TF_ROOT / "roots" / "single-region")
     modules = blocks(doc, "module")
-    assert list(modules) == ["environment"], f"{env}: module calls {list(modules)}"
+    assert list(modules) == ["environment"], f"module calls {list(modules)}"
     assert strip(modules["environment"]["source"]) == "../../modules/environment"
-    assert not resources(doc), f"{env} defines resources itself"
+    assert not resources(doc), "single-region defines resources itself"
     body = modules["environment"]
-    # the environment's own inputs reach the module
-    for arg in ["instance_types", "default_instance_type", "region", "availability_zone", "operator_cidrs",
-                "ssh_private_key_file", "ami_id", "name"]:
-        assert str(body.get(arg)).strip("${}") == f"var.{arg}", f"{env}: {arg} = {body.get(arg)}"
+    # the root's variables reach the module
+    for arg in ["paper", "roles", "instance_types", "default_instance_type", "region", "availability_zone",
+                "operator_cidrs", "ssh_private_key_file", "ami_id"]:
+        assert str(body.get(arg)).strip("${}") == f"var.{arg}", f"{arg} = {body.get(arg)}"
     assert "var.ssh_public_key_file" in str(body["ssh_public_key"])
-    assert strip(body["paper"]) == env
-    assert "upstream_variant" in str(body["extra_vars"])
+    assert "var.name" in str(body["name"]) and "var.system" in str(body["name"])
+    assert "upstream_variant" in str(body["extra_vars"]) and "var.system" in str(body["extra_vars"])
     # outputs come from the module
     for name, out in blocks(doc, "output").items():
-        assert f"module.environment.{name}" in str(out["value"]), f"{env}: output {name} = {out['value']}"
+        assert f"module.environment.{name}" in str(out["value"]), f"output {name} = {out['value']}"
     # one provider, configured here
     assert len(doc.get("provider", [])) == 1
 
@@ -289,8 +338,8 @@ def test_environment_module_wires_topology_region_inventory():
     assert region == {"network": "../network", "cluster": "../cluster"}
 
 
-def test_geo_environment_one_region_module_per_aliased_provider():
-    doc = parse_dir(TF_ROOT / "environments" / "bftsmart-geo")
+def test_geo_root_one_region_module_per_aliased_provider():
+    doc = parse_dir(TF_ROOT / "roots" / "bftsmart-geo")
     providers = [body for b in doc["provider"] for body in b.values()]
     assert {strip(p["alias"]): strip(p["region"]) for p in providers} == GEO_ALIASES
     modules = blocks(doc, "module")

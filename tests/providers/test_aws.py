@@ -15,6 +15,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.providers import aws as A
 from harness.providers.aws import AwsProvider
+from harness.systems import SYSTEMS_DIR
 
 from provider_hosts import LAYOUT, ROLES, exporter_pids
 
@@ -53,22 +54,48 @@ def provider(tmp_path, key=None, **kw) -> AwsProvider:
                        operator_cidr="203.0.113.7/32", key_file=key or keypair(tmp_path), region="eu-west-1", **kw)
 
 
-def test_paper_to_environment():
-    assert A.environment_for("fastfabric") == "fastfabric"
-    assert A.environment_for("fujitsu-api") == "fujitsu"
-    assert A.environment_for("bftsmart-orderer") == "bftsmart"
-    assert A.environment_for("validation-opt") == "validation-opt"
-    with pytest.raises(HarnessError, match="no Terraform environment for paper 'nope'; valid: .*fastfabric"):
-        AwsProvider("nope")
+VALID = "bftsmart-orderer, fastfabric, fujitsu-api, validation-opt"
 
 
-def test_environments_declare_what_the_provider_passes():
+def test_environments_are_found_in_the_system_folders():
+    """One environment per system with the root's variables, named as the system (and its paper)."""
+    found = A.environments()
+    assert sorted(found) == VALID.split(", ")
+    for system, variables in found.items():
+        assert variables == SYSTEMS_DIR / system / "terraform" / "single-region.tfvars.json"
+        assert A.environment_for(system) == variables
+    assert AwsProvider("fujitsu-api").system_variables == found["fujitsu-api"]
+
+
+@pytest.mark.parametrize("name", ["nope", "fujitsu", "bftsmart", "fabric-1.2"])
+def test_unknown_environment_lists_the_valid_names(name):
+    """Only a system's own name: no aliases, and a system without variables (fabric-1.2) has none."""
+    with pytest.raises(HarnessError) as e:
+        AwsProvider(name)
+    assert e.value.args[0] == f"no Terraform environment for {name!r}; valid: {VALID}"
+    assert "systems/<system>/terraform/single-region.tfvars.json" in e.value.hint
+
+
+def test_environment_discovery_reads_the_given_systems_folder(tmp_path):
+    for name, has_variables in (("alpha", True), ("beta", False)):
+        (tmp_path / name / "terraform").mkdir(parents=True)
+        (tmp_path / name / "system.yaml").write_text(f"id: {name}\n")
+        if has_variables:
+            (tmp_path / name / "terraform" / "single-region.tfvars.json").write_text("{}\n")
+    assert A.environments(tmp_path) == {"alpha": tmp_path / "alpha" / "terraform" / "single-region.tfvars.json"}
+    with pytest.raises(HarnessError, match="valid: alpha\n"):
+        A.environment_for("beta", tmp_path)
+
+
+def test_root_declares_what_the_provider_passes():
     """Read again from infra/terraform: the variables and the inventory output the provider relies on."""
-    for paper, env in A.paper_environments().items():
-        d = A.TERRAFORM_DIR / "environments" / env
-        assert {"operator_cidrs", "ssh_public_key_file", "ssh_private_key_file", "ami_id", "region",
-                "availability_zone", "default_instance_type", "name"} <= A.terraform_variables(d), env
-        assert f'output "{A.INVENTORY_OUTPUT}"' in (d / "outputs.tf").read_text(), env
+    root = A.TERRAFORM_DIR / "roots" / A.ROOT
+    declared = A.terraform_variables(root)
+    assert {"operator_cidrs", "ssh_public_key_file", "ssh_private_key_file", "ami_id", "region",
+            "availability_zone", "default_instance_type", "roles", "name"} <= declared
+    for system, variables in A.environments().items():
+        assert set(json.loads(variables.read_text())) <= declared, system
+    assert f'output "{A.INVENTORY_OUTPUT}"' in (root / "outputs.tf").read_text()
 
 
 def test_missing_credentials_fail_before_terraform(fake_tf, tmp_path, monkeypatch):
@@ -124,7 +151,7 @@ def test_apply_failure_still_destroys_and_a_failed_destroy_gives_the_command(fak
         p.up(LAYOUT, tmp_path / "run")
     with pytest.raises(HarnessError) as e:
         p.down()
-    env_dir = tmp_path / "run" / "terraform" / "environments" / "fastfabric"
+    env_dir = tmp_path / "run" / "terraform" / "roots" / "single-region"
     tfvars = tmp_path / "run" / "terraform" / "fabricrepro.tfvars.json"
     assert "may still be running" in str(e.value)
     assert e.value.hint == (f"destroy them with: terraform -chdir={env_dir} destroy -auto-approve -input=false "
@@ -134,11 +161,40 @@ def test_apply_failure_still_destroys_and_a_failed_destroy_gives_the_command(fak
     assert [a for a in calls(fake_tf)[-1]["argv"] if a != "-no-color"] == e.value.hint.split(": ", 1)[1].split()[1:]
 
 
+def test_variables_are_the_systems_then_the_operators(fake_tf, tmp_path, monkeypatch):
+    """The run's variables file: the system's values (a role at 0 that the layout needs gets one host),
+    then the operator's inputs (an instance type given overrides the system's default)."""
+    monkeypatch.setenv("FAKE_TF_APPLY_RC", "1")   # stop after apply: the variables are written by then
+    p = AwsProvider("fujitsu-api", work_root=str(tmp_path / "remote"), ami_id="ami-0123456789abcdef0",
+                    operator_cidr="203.0.113.7/32", key_file=keypair(tmp_path), instance_type="m5.large")
+    with pytest.raises(HarnessError, match="terraform apply failed for fujitsu-api"):
+        p.up(LAYOUT, tmp_path / "run")
+    p.down()
+    system = json.loads((SYSTEMS_DIR / "fujitsu-api" / "terraform" / "single-region.tfvars.json").read_text())
+    variables = json.loads((tmp_path / "run" / "terraform" / "fabricrepro.tfvars.json").read_text())
+    assert system["roles"] == {"peer": 4, "client": 0} and "client" in LAYOUT
+    assert variables["roles"] == {"peer": 4, "client": 1}
+    assert variables["default_instance_type"] == "m5.large" and variables["system"] == "fujitsu-api"
+    # no --region: the root's default region and zone
+    assert set(variables) == set(system) | {"operator_cidrs", "ssh_public_key_file", "ssh_private_key_file",
+                                            "ami_id", "name"}
+    assert variables["name"].startswith("repro-fujitsu-api-")
+
+
+def test_a_variable_the_root_does_not_declare_fails_before_terraform(fake_tf, tmp_path):
+    p = provider(tmp_path)
+    p.system_variables = tmp_path / "single-region.tfvars.json"
+    p.system_variables.write_text(json.dumps({"roles": {"peer": 1}, "wheat": True}))
+    with pytest.raises(HarnessError, match="root single-region declares no variable wheat"):
+        p.up(LAYOUT, tmp_path / "run")
+    assert calls(fake_tf) == []
+
+
 @pytest.mark.netns
 def test_up_and_down_through_terraform(fake_tf, cluster, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_TF_HOSTS", json.dumps({r: cluster.ip(r) for r in ROLES}))
     key = cluster.key_path    # the "instances" accept the cluster's key, as EC2 would the key pair's
-    repo_env = A.TERRAFORM_DIR / "environments" / "fastfabric"
+    repo_env = A.TERRAFORM_DIR / "roots" / "single-region"
     before = sorted(p.name for p in repo_env.iterdir())
     # preflight=False: the preflight path is covered by test_ssh.py; here it would add ~10 s
     p = provider(tmp_path, key=key, preflight=False)
@@ -149,7 +205,7 @@ def test_up_and_down_through_terraform(fake_tf, cluster, tmp_path, monkeypatch):
         print(f"aws provider up (fake terraform, netns hosts) in {time.monotonic() - t:.1f}s")
         assert groups == {"orderer": ["orderer-0"], "peer": ["peer-0"], "blockwatch": ["client-0"],
                           "loadgen": ["client-0"]}
-        env_dir = run / "terraform" / "environments" / "fastfabric"
+        env_dir = run / "terraform" / "roots" / "single-region"
         tfvars = run / "terraform" / "fabricrepro.tfvars.json"
         assert [(c["argv"][1:], c["chdir"]) for c in calls(fake_tf)] == [
             (["init", "-input=false", "-no-color"], str(env_dir)),
@@ -162,6 +218,9 @@ def test_up_and_down_through_terraform(fake_tf, cluster, tmp_path, monkeypatch):
         assert variables["ssh_private_key_file"] == str(key.resolve())
         assert variables["ssh_public_key_file"] == str(key.resolve()) + ".pub"
         assert variables["name"].startswith("repro-fastfabric-")
+        # the system's variables, as its file gives them (fastfabric has a client host of its own)
+        system = json.loads((SYSTEMS_DIR / "fastfabric" / "terraform" / "single-region.tfvars.json").read_text())
+        assert {k: variables[k] for k in system} == system
         assert (env_dir / "terraform.tfstate").exists()             # the state lives in the run
         assert (run / "terraform" / "modules").is_dir()              # with the modules it reaches by ../../
         assert sorted(x.name for x in repo_env.iterdir()) == before  # nothing written into the repository
@@ -180,6 +239,6 @@ def test_up_and_down_through_terraform(fake_tf, cluster, tmp_path, monkeypatch):
     assert [c["argv"][1] for c in calls(fake_tf)] == ["init", "apply", "output", "destroy"]
     assert calls(fake_tf)[-1]["argv"][1:] == ["destroy", "-auto-approve", "-input=false", "-no-color",
                                               f"-var-file={run / 'terraform' / 'fabricrepro.tfvars.json'}"]
-    assert not (run / "terraform" / "environments" / "fastfabric" / "terraform.tfstate").exists()
+    assert not (env_dir / "terraform.tfstate").exists()
     p.down()  # idempotent: no second destroy
     assert len(calls(fake_tf)) == 4

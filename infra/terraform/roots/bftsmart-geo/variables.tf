@@ -1,3 +1,23 @@
+# The system's variables: set by systems/bftsmart-orderer/terraform/bftsmart-geo.tfvars.json
+# (no defaults, so the system's file states every one of them).
+
+variable "system" {
+  description = "The system provisioned (systems/<system>/); recorded as the inventory variable upstream_variant and the System tag."
+  type        = string
+}
+
+variable "paper" {
+  description = "The paper the system reproduces (the `paper` of systems/<system>/system.yaml); recorded as the inventory variable upstream_paper and the Paper tag."
+  type        = string
+}
+
+variable "instance_type" {
+  description = "Instance type of every host: the paper used m4.4xlarge, 16 vCPUs (seed 004 line 162)."
+  type        = string
+}
+
+# The operator's inputs.
+
 variable "operator_cidrs" {
   description = "The operator's address(es) as CIDRs, e.g. [\"203.0.113.7/32\"]; the only outside sources admitted besides the other regions' hosts."
   type        = list(string)
@@ -34,12 +54,6 @@ variable "wheat" {
   description = "Add WHEAT's fifth replica in Virginia (us-east-1); false gives the four-replica BFT-SMaRt layout (seed 004 line 162)."
   type        = bool
   default     = true
-}
-
-variable "instance_type" {
-  description = "Instance type of every host: the paper used m4.4xlarge, 16 vCPUs (seed 004 line 162)."
-  type        = string
-  default     = "m4.4xlarge"
 }
 
 variable "name" {

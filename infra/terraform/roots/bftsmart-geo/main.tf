@@ -1,7 +1,8 @@
 # Sousa et al., geo-distributed experiment (seed 004 line 162): BFT-SMaRt
 # replicas in Oregon, Ireland, Sydney and Sao Paulo, WHEAT's additional replica
 # in Virginia, and three frontends in Oregon (with the leader), Virginia and
-# Sao Paulo, all on m4.4xlarge.
+# Sao Paulo, all on the paper's m4.4xlarge. The system's variables are in
+# systems/bftsmart-orderer/terraform/bftsmart-geo.tfvars.json.
 #
 # Terraform cannot for_each over provider configurations, so each region has
 # its own provider alias and its own call of the region module (network and
@@ -10,7 +11,8 @@
 locals {
   tags = {
     Project = "fabric-repro"
-    Paper   = "bftsmart"
+    Paper   = var.paper
+    System  = var.system
     Layout  = "geo"
   }
 
@@ -183,6 +185,6 @@ module "inventory" {
   addresses            = local.addresses
   ssh_user             = "ubuntu"
   ssh_private_key_file = var.ssh_private_key_file
-  paper                = "bftsmart"
-  extra_vars           = { upstream_variant = "bftsmart-orderer", upstream_layout = "geo" }
+  paper                = var.paper
+  extra_vars           = { upstream_variant = var.system, upstream_layout = "geo" }
 }

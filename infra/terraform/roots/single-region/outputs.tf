@@ -1,5 +1,5 @@
 output "inventory_yaml" {
-  description = "Ansible inventory for playbooks/upstream; the aws provider writes it with `terraform output -raw inventory_yaml`."
+  description = "Ansible inventory for the playbooks; the aws provider writes it with `terraform output -raw inventory_yaml`."
   value       = module.environment.inventory_yaml
 }
 

@@ -1,4 +1,7 @@
-# Miyamae et al. (seed 003 line 122): four peers, 2x 18-core Xeon E5-2695 v4, 128 GB, 1GbE.
+# One region, one cluster placement group, the topology of one system: the
+# system's variables (systems/<system>/terraform/single-region.tfvars.json:
+# its paper's roles and instance types) plus the operator's inputs. The aws
+# provider (harness/providers/aws.py) applies this root for a paper's system.
 
 provider "aws" {
   region = var.region
@@ -11,18 +14,16 @@ provider "aws" {
 locals {
   tags = {
     Project = "fabric-repro"
-    Paper   = "fujitsu"
+    Paper   = var.paper
+    System  = var.system
   }
 }
 
 module "environment" {
   source = "../../modules/environment"
 
-  paper = "fujitsu"
-  roles = {
-    peer   = 4
-    client = var.client_count
-  }
+  paper                 = var.paper
+  roles                 = var.roles
   instance_types        = var.instance_types
   default_instance_type = var.default_instance_type
   region                = var.region
@@ -31,7 +32,7 @@ module "environment" {
   ssh_public_key        = file(var.ssh_public_key_file)
   ssh_private_key_file  = var.ssh_private_key_file
   ami_id                = var.ami_id
-  name                  = var.name
-  extra_vars            = { upstream_variant = "fujitsu-api" }
+  name                  = coalesce(var.name, "repro-${var.system}")
+  extra_vars            = { upstream_variant = var.system }
   tags                  = local.tags
 }

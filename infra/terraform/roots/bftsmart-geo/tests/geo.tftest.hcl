@@ -1,4 +1,6 @@
-# Runs with `terraform test` against mock aws providers (one per region alias):
+# Runs with `terraform test
+# -var-file=../../../../systems/bftsmart-orderer/terraform/bftsmart-geo.tfvars.json`
+# (the system's variables) against mock aws providers (one per region alias):
 # no AWS account and no network, but the hashicorp/aws provider must be
 # installed for its schema. Planning at all is the first check: the
 # cross-region ingress rules must be keyed by something known before apply.
@@ -74,8 +76,8 @@ run "apply_inventory" {
   command = apply
 
   assert {
-    condition     = yamldecode(output.inventory_yaml).all.children.bftsmart_node.hosts["bftsmart_node-1"].ansible_host == "198.51.100.2" && yamldecode(output.inventory_yaml).all.vars.upstream_layout == "geo"
-    error_message = "The inventory has every region's addresses and the geo layout."
+    condition     = yamldecode(output.inventory_yaml).all.children.bftsmart_node.hosts["bftsmart_node-1"].ansible_host == "198.51.100.2" && yamldecode(output.inventory_yaml).all.vars.upstream_layout == "geo" && yamldecode(output.inventory_yaml).all.vars.upstream_variant == var.system
+    error_message = "The inventory has every region's addresses, the geo layout and the system."
   }
 
   assert {
