@@ -240,7 +240,9 @@ def describe(repo: Path, sha: str, key: str, ref: str | None = None) -> dict:
     return {"sha": sha, "short": sha[:10], "ref": ref, "key": key, "parents": parents,
             "subject": git(repo, "log", "-1", "--format=%s", sha),
             "message": git(repo, "log", "-1", "--format=%B", sha),
-            "diffstat": git(repo, "show", "--stat=100", "--format=", "--diff-merges=first-parent", sha)}
+            # a heading first: stripping the output would otherwise eat the first line's indentation
+            "diffstat": git(repo, "show", "--stat=100", "--format=tformat:diff stat against the first parent:",
+                            "--diff-merges=first-parent", sha)}
 
 
 def resolve(repo: Path, ref: str) -> str:
