@@ -23,7 +23,7 @@ resource "aws_instance" "host" {
 
   # Dedicated tenancy is not needed; what matters for the papers' numbers is
   # no CPU credit throttling, which the fixed-performance families (c5/m5/m4)
-  # used by the environments never have.
+  # the systems use never have.
   root_block_device {
     volume_size = var.root_volume_gb
     volume_type = var.root_volume_type

@@ -1,6 +1,6 @@
 # A single-region paper environment: topology -> region (network + cluster)
-# -> inventory. Each environment under ../../environments configures the
-# aws provider and calls this module with its paper's roles.
+# -> inventory. The root ../../roots/single-region configures the aws
+# provider and calls this module with a system's roles.
 
 module "topology" {
   source = "../topology"

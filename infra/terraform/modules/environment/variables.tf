@@ -1,5 +1,5 @@
 variable "paper" {
-  description = "Paper id (fastfabric, validation-opt, fujitsu, bftsmart); recorded as the inventory variable upstream_paper."
+  description = "Paper id (papers/<id>.yaml, e.g. fastfabric); recorded as the inventory variable upstream_paper."
   type        = string
 }
 
@@ -20,7 +20,7 @@ variable "default_instance_type" {
 }
 
 variable "region" {
-  description = "AWS region of the cluster (recorded on every host; the provider itself is configured by the environment)."
+  description = "AWS region of the cluster (recorded on every host; the provider itself is configured by the root)."
   type        = string
 }
 
@@ -67,7 +67,7 @@ variable "extra_vars" {
 }
 
 variable "tags" {
-  description = "Tags added to every resource (the environment also sets them as the provider's default_tags)."
+  description = "Tags added to every resource (the root also sets them as the provider's default_tags)."
   type        = map(string)
   default     = {}
 }

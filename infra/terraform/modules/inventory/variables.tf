@@ -25,7 +25,7 @@ variable "ssh_private_key_file" {
 }
 
 variable "paper" {
-  description = "Paper id (fastfabric, validation-opt, fujitsu, bftsmart); recorded as the inventory variable upstream_paper."
+  description = "Paper id (papers/<id>.yaml, e.g. fastfabric); recorded as the inventory variable upstream_paper."
   type        = string
 }
 

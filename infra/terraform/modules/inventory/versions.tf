@@ -1,4 +1,4 @@
 terraform {
-  # Provider-free: renders text only. The environment writes it to disk.
+  # Provider-free: renders text only. The root outputs it; the aws provider writes it to disk.
   required_version = ">= 1.6.0"
 }

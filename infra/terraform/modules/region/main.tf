@@ -1,5 +1,5 @@
 # One region's share of a cluster: a network (VPC, subnet, security group)
-# and one instance per host in it. Single-region environments have one of
+# and one instance per host in it. The single-region root has one of
 # these; bftsmart-geo has one per region, each with its aliased provider.
 
 module "network" {
