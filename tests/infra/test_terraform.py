@@ -34,6 +34,7 @@ def system_and_root(variables: Path) -> tuple[str, str]:
 def variables_id(variables: Path) -> str:
     return "{}:{}".format(*system_and_root(variables))
 
+
 import tf as tfshim  # noqa: E402
 
 needs_terraform = pytest.mark.skipif(
