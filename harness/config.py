@@ -50,16 +50,25 @@ def parse_value(text: str):
 
 
 def parse_assignments(items) -> dict:
-    """Parse ``name=value`` overrides (a list, or one comma-separated string) into a mapping."""
+    """Parse ``name=value`` overrides (a list, or one comma-separated string) into a mapping.
+
+    A part without ``=`` adds a value to the name before it: ``cpus=1,2`` gives ``{"cpus": [1, 2]}``,
+    which ``plan.make_plan`` sweeps.
+    """
     if isinstance(items, str):
         items = [items]
     out = {}
     for item in items or []:
+        name = None
         for part in filter(None, (p.strip() for p in item.split(","))):
-            name, sep, value = part.partition("=")
-            if not sep or not name:
+            key, sep, value = part.partition("=")
+            if sep and key:
+                name = key.strip()
+                out[name] = parse_value(value.strip())
+            elif not sep and name is not None:
+                out[name] = [*(out[name] if isinstance(out[name], list) else [out[name]]), parse_value(part)]
+            else:
                 raise HarnessError(f"bad override {part!r}: expected name=value")
-            out[name.strip()] = parse_value(value.strip())
     return out
 
 

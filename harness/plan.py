@@ -104,7 +104,8 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
 
     ``overrides`` are the command line's ``--set`` values and ``repeat`` its
     ``--repeat``; ``environ`` defaults to the process environment. A command-line
-    or environment value for a swept parameter replaces the sweep by that value.
+    or environment value for a swept parameter replaces the sweep by that value;
+    a list of values (``--set cpus=1,2``) sweeps the parameter over them.
     Every value is checked against ``harness/parameters.yaml`` (ParameterError).
     ``only_variants`` runs just those variants (``invoke regress`` measures
     the variants its build has); the others are listed as left out.
@@ -126,10 +127,10 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
 
     environment = from_environment(environ, declared)
     sweep_sources = dict.fromkeys(sweep, in_file)
-    for name in list(sweep):
-        for source, layer in (("environment", environment), ("cli", overrides)):
-            if name in layer:
-                sweep[name], sweep_sources[name] = [layer[name]], source
+    for source, layer in (("environment", environment), ("cli", overrides)):
+        for name, value in layer.items():
+            if isinstance(value, list) or name in sweep:  # several values (--set cpus=1,2): a sweep
+                sweep[name], sweep_sources[name] = (value if isinstance(value, list) else [value]), source
     for name, values in sweep.items():
         for value in values if isinstance(values, list) else [values]:
             check(name, value, sweep_sources[name], declared)
