@@ -67,6 +67,8 @@ def role_variables(point: Point, companions: list[str] = (), systems_dir: Path |
     harness/systems.py).
     """
     out = workload_variables(point) if "transactions" in point.parameters else {}
+    if "cpus" in point.parameters:  # every component the process role starts runs on that many CPUs
+        out["process_cpus"] = int(point.parameters["cpus"])
     out.update(systems.role_variables([point.system, *companions], point.parameters, systems_dir))
     return out
 
