@@ -14,7 +14,9 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
+from typing import Callable
 
 from . import REPO_ROOT
 from .errors import HarnessError
@@ -55,17 +57,23 @@ def playbook_path(playbook: str) -> Path:
     return found[0]
 
 
+#: The harness's Ansible callback: a retried task's ``progress`` shown in the playbook's log (harness/progress.py).
+CALLBACKS = PLAYBOOKS / "callback_plugins"
+
+
 def ansible_env() -> dict:
-    """The environment of ``ansible-playbook``: the project's config, every roles folder, plain output."""
+    """The environment of ``ansible-playbook``: the project's config, every roles folder, plain output,
+    the progress callback."""
     env = dict(os.environ)
     env.update({"ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
                 "ANSIBLE_ROLES_PATH": os.pathsep.join(str(d) for d in roles_dirs()),
+                "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "ANSIBLE_CALLBACKS_ENABLED": "fabricrepro_progress",
                 "ANSIBLE_FORCE_COLOR": "0", "PYTHONUNBUFFERED": "1"})
     return env
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """Terminate ``proc``'s process group, then kill it if it does not exit within 10 s."""
+def stop_playbook(proc: subprocess.Popen) -> None:
+    """Terminate a started playbook's process group, then kill it if it does not exit within 10 s."""
     for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
         try:
             os.killpg(proc.pid, sig)
@@ -97,9 +105,10 @@ def task_reason(result: dict) -> str:
     return msg or out or "failed"
 
 
-def ansible_failures(text: str) -> dict[str, str]:
-    """``{host: reason}`` of the ``fatal:``/``failed:`` lines of an ansible-playbook log (first per host)."""
-    out: dict[str, str] = {}
+def failed_results(text: str) -> dict[str, dict]:
+    """``{host: task result}`` of the ``fatal:``/``failed:`` lines of an ansible-playbook log (first per host);
+    an unreachable host's result has ``unreachable: true``."""
+    out: dict[str, dict] = {}
     for line in text.splitlines():
         m = _FAIL_LINE.match(line.strip())
         if not m or m["host"] in out:
@@ -108,10 +117,16 @@ def ansible_failures(text: str) -> dict[str, str]:
             result = json.loads(m["json"])
         except ValueError:
             result = {"msg": m["json"]}
-        reason = task_reason(result)
-        out[m["host"]] = ("unreachable: " + reason) if m["kind"] == "UNREACHABLE" or result.get("unreachable") \
-            else reason
+        if m["kind"] == "UNREACHABLE":
+            result["unreachable"] = True
+        out[m["host"]] = result
     return out
+
+
+def ansible_failures(text: str) -> dict[str, str]:
+    """``{host: reason}`` of the ``fatal:``/``failed:`` lines of an ansible-playbook log (first per host)."""
+    return {host: ("unreachable: " + task_reason(result)) if result.get("unreachable") else task_reason(result)
+            for host, result in failed_results(text).items()}
 
 
 def _failure_text(log: Path) -> str:
@@ -128,13 +143,12 @@ def _failure_text(log: Path) -> str:
     return f": host {host} {what}{more}"
 
 
-def run_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,
-                 timeout: float | None = None, tags: list[str] | None = None) -> None:
-    """Run ``playbooks/<playbook>`` with ``variables`` as extra vars, output to ``log``.
+def start_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,
+                   tags: list[str] | None = None) -> subprocess.Popen:
+    """Start ``playbook`` (``playbook_path``) with ``variables`` as extra vars, its output appended to ``log``.
 
-    The playbook runs in its own session, so a Ctrl-C at the terminal reaches
-    only the harness, which then stops the playbook and tears down by PID.
-    Raises HarnessError (with the log path) when it fails or exceeds ``timeout``.
+    It runs in its own session, so a Ctrl-C at the terminal reaches only the
+    harness; stop it with ``stop_playbook``.
     """
     exe = require_tool("ansible-playbook")
     log = Path(log)
@@ -147,15 +161,41 @@ def run_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,
     with open(log, "a", encoding="utf-8") as out:
         out.write("$ " + " ".join(cmd) + "\n")
         out.flush()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=ansible_env(), cwd=PLAYBOOKS, start_new_session=True)
-        try:
-            rc = proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            _stop(proc)
-            raise HarnessError(f"playbook {playbook} did not finish within {timeout:.0f} s", log=str(log)) from None
-        except BaseException:
-            _stop(proc)
-            raise
+
+
+#: Seconds between two calls of ``run_playbook``'s ``poll`` while the playbook runs.
+POLL_S = 0.5
+
+
+def run_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,
+                 timeout: float | None = None, tags: list[str] | None = None,
+                 poll: Callable[[], None] | None = None) -> None:
+    """Run ``playbooks/<playbook>`` with ``variables`` as extra vars, output to ``log``.
+
+    The playbook runs in its own session, so a Ctrl-C at the terminal reaches
+    only the harness, which then stops the playbook and tears down by PID.
+    ``poll`` is called every ``POLL_S`` while it runs (progress, the point's
+    watcher): a HarnessError it raises stops the playbook and is raised.
+    Raises HarnessError (with the log path) when it fails or exceeds ``timeout``.
+    """
+    log = Path(log)
+    proc = start_playbook(playbook, inventory, variables, log, tags=tags)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise HarnessError(f"playbook {playbook} did not finish within {timeout:.0f} s", log=str(log))
+            try:
+                rc = proc.wait(POLL_S if left is None else min(POLL_S, left))
+                break
+            except subprocess.TimeoutExpired:
+                if poll:
+                    poll()
+    except BaseException:
+        stop_playbook(proc)
+        raise
     if rc != 0:
         raise HarnessError(f"playbook {playbook} failed (exit {rc}){_failure_text(log)}", log=str(log))

@@ -159,7 +159,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
             summary = run_point(run, point, driver, build.driver_spec(point.variant, point.system), inventory,
                                 provider.work_root,
                                 provider.bin_dir, upstream_build.path if upstream_build else None,
-                                build.companion_dirs(point.variant), systems_dir)
+                                build.companion_dirs(point.variant), systems_dir, progress)
             _collect_resources(monitor, started_ns, time.time_ns(), run.point_dir(point.id), progress)
             metric = experiment.get("metric")
             value = summary["metrics"].get(metric)
@@ -317,7 +317,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
                              build=choice.metadata(_switches(plan)),
                              seed=plan.resolved["parameters"].get("seed", {}).get("value"))
         runs.append(run)
-        progress = Progress(len(plan.points), title=experiment["id"], stream=stream)
+        progress = Progress(len(plan.points), title=experiment["id"], stream=stream, log=run.path / "progress.log")
         progress.message(f"{experiment['id']}: {len(plan.points)} points at scale {plan.scale} -> {run.path}")
         try:
             with run.lifecycle():

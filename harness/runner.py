@@ -14,9 +14,16 @@ run them, see ``harness/builds.py``), e.g. for the reference build:
   setup blocks carry every acknowledged transfer and writes the first measured
   block to ``measured.json``, which analysis uses to keep only transfer blocks.
 
-Whatever happens (failure, timeout, Ctrl-C), ``teardown.yml`` stops every
-process by its PID file and fetches logs and raw files into the point's
-directory, and the point gets a ``summary.json`` saying how it ended.
+While the driver's playbook runs, the point's watcher (``harness/watch.py``)
+watches every component the process role started: one that exits with a
+failure or logs a fatal line stops the playbook within seconds, naming
+component, host and line. The phase (play, role and hosts, task or what a
+waiting task reports) goes to ``progress``.
+
+Whatever happens (failure, a component's death, timeout, Ctrl-C),
+``teardown.yml`` stops every process by its PID file and fetches logs and raw
+files into the point's directory (what the measured window collected is kept,
+as ``partial_metrics``), and the point gets a ``summary.json`` saying how it ended.
 """
 
 from __future__ import annotations
@@ -25,12 +32,19 @@ import math
 import time
 from pathlib import Path
 
-from . import analyze, systems
+import yaml
+
+from . import analyze, systems, validity
 from .collect import convert_point
 from .deploy import role_defaults, run_playbook
 from .errors import HarnessError, Interrupted
 from .plan import Point
+from .progress import PlaybookPhases, Progress
 from .rundir import Run, write_json
+from .watch import PointWatch, WatchFailure
+
+#: Seconds the teardown playbook may take.
+TEARDOWN_TIMEOUT_S = 300
 
 def host_ports(components: list[str]) -> list[int]:
     """The ports the servers among ``components`` listen on: each role's ``<role>_port`` default,
@@ -106,16 +120,23 @@ def workload_variables(point: Point) -> dict:
                                                * transactions)}
 
 
+def inventory_hosts(inventory: Path) -> dict[str, list[str]]:
+    """``{group: [host, ...]}`` of an inventory file the providers write (``all.children.<group>.hosts``)."""
+    doc = yaml.safe_load(Path(inventory).read_text(encoding="utf-8")) or {}
+    children = (doc.get("all") or {}).get("children") or {}
+    return {group: sorted((body or {}).get("hosts") or {}) for group, body in children.items()}
+
+
 def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,
               bin_dir: Path, upstream_dir: Path | None = None, companion_dirs: dict | None = None,
-              systems_dir: Path | None = None) -> dict:
+              systems_dir: Path | None = None, progress: Progress | None = None) -> dict:
     """Run one point to its end and return its summary (status complete, failed or interrupted).
 
     ``spec`` is the driver of the point's system in the run's build
     (``harness.builds``); ``upstream_dir`` the upstream build it runs, if any;
     ``companion_dirs`` other systems' builds its roles also run (``{system: dir}``); ``systems_dir``
-    the systems' folder (a test's fixture tree; default the repository's).
-    Re-raises ``Interrupted`` after the teardown so that the whole run stops.
+    the systems' folder (a test's fixture tree; default the repository's); ``progress`` shows the
+    point's phase. Re-raises ``Interrupted`` after the teardown so that the whole run stops.
     """
     point_dir = run.point_dir(point.id)
     write_json(point_dir / "point.json", point.to_dict())
@@ -133,23 +154,50 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
         **role_variables(point, list(companion_dirs or {}), systems_dir),
     }
     logs = point_dir / "logs"
+    timeout = float(point.parameters["point_timeout_s"]) + 60
+    hosts = inventory_hosts(inventory)
+    watch = PointWatch(inventory, variables, logs / "ansible-watch.log",
+                       validity.fatal_patterns(point.system, systems_dir or validity.SYSTEMS),
+                       deadline_s=timeout + TEARDOWN_TIMEOUT_S + 60)
+
+    def follow(phases: PlaybookPhases, watched: bool):
+        def poll():
+            if progress:
+                progress.phase(point.id, phases.update())
+            if watched:
+                watch.check()
+        return poll
+
     started = time.monotonic()
-    status, reason, log, interrupted = "complete", None, None, None
+    status, reason, log, interrupted, watched = "complete", None, None, None, None
     try:
-        run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log",
-                     timeout=float(point.parameters["point_timeout_s"]) + 60)
+        watch.start()
+        run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=timeout,
+                     poll=follow(PlaybookPhases(logs / "ansible-run.log", hosts), True))
+    except WatchFailure as e:
+        watched = e
     except HarnessError as e:
-        status, reason, log = "failed", str(e.args[0]), e.log
+        # A component that died makes the playbook fail too: the watcher's word names it.
+        watched = watch.settle()
+        if not watched:
+            status, reason, log = "failed", str(e.args[0]), e.log
     except Interrupted as e:
         status, reason, interrupted = "interrupted", str(e), e
     finally:
+        watch.stop()
+        if watched:
+            status, reason = "failed", str(watched.args[0])
+            log = str(logs / watched.host / watched.log_name) if watched.log_name else str(watch.log)
         try:
-            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log", timeout=300)
+            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log",
+                         timeout=TEARDOWN_TIMEOUT_S,
+                         poll=follow(PlaybookPhases(logs / "ansible-teardown.log", hosts, "teardown"), False))
         except HarnessError as e:
             if status == "complete":
                 status, reason, log = "failed", f"teardown: {e.args[0]}", e.log
         convert_point(point_dir)
-    extra = {"duration_s": round(time.monotonic() - started, 3), "log": log}
+    extra = {"duration_s": round(time.monotonic() - started, 3), "log": log,
+             **({"watch": watched.record()} if watched else {})}
     summary = analyze.point_summary(point_dir, point.to_dict(), status, reason, extra)
     if interrupted:
         raise interrupted

@@ -44,14 +44,23 @@ from .errors import HarnessError
 SYSTEMS = REPO_ROOT / "systems"
 RULES_SCHEMA_VERSION = 1
 
-#: Lines no healthy component prints, whatever its system: Go's runtime, the JVM.
+#: Lines no healthy component prints, whatever its system: Go's runtime, the JVM, a taken port, log4j's
+#: top level. ``fatal`` ones also end a running point within seconds (harness/watch.py).
 COMMON_PATTERNS = [
-    {"name": "go_panic", "regex": r"^panic: ", "unexpected": True,
+    {"name": "go_panic", "regex": r"^panic: ", "unexpected": True, "fatal": True,
      "meaning": "a Go program panicked (runtime/panic.go prints 'panic: ' at the start of a line)"},
-    {"name": "go_fatal_error", "regex": r"^fatal error: ", "unexpected": True,
+    {"name": "go_fatal_error", "regex": r"^fatal error: ", "unexpected": True, "fatal": True,
      "meaning": "the Go runtime stopped a program (e.g. a concurrent map write or out of memory)"},
-    {"name": "java_uncaught_exception", "regex": r"^Exception in thread \"", "unexpected": True,
+    {"name": "java_uncaught_exception", "regex": r"^Exception in thread \"", "unexpected": True, "fatal": True,
      "meaning": "a Java thread died of an exception nothing caught"},
+    # Go's net.Listen: "listen tcp 127.0.0.1:7050: bind: address already in use";
+    # Java's java.net.BindException: "Address already in use" (Kafka, ZooKeeper, BFT-SMaRt, CouchDB's Erlang: eaddrinuse).
+    {"name": "bind_address_in_use", "regex": r"(?i)bind(?:exception)?: address already in use|eaddrinuse",
+     "unexpected": True, "fatal": True,
+     "meaning": "a server could not listen: another process holds its port"},
+    # log4j's FATAL level: Kafka ("[%d] %p %m (%c)") and ZooKeeper ("%d [myid:] - %-5p [%t] - %m").
+    {"name": "log4j_fatal", "regex": r"^\[[^\]]*\] FATAL | - FATAL  ?\[", "unexpected": True, "fatal": True,
+     "meaning": "a Java server logged at log4j's FATAL level (Kafka: 'Fatal error during KafkaServer startup')"},
 ]
 
 #: Which validation code each mutation must produce (docs/validity.md).
@@ -97,6 +106,14 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS, _seen: tuple = ()) -> d
     return {"log_patterns": list(patterns.values()), "work": doc.get("work") or base["work"],
             "no_ledger": doc.get("no_ledger") or base.get("no_ledger"),
             "sources": [*base["sources"], str(path.relative_to(Path(systems_dir).parent))]}
+
+
+def fatal_patterns(system: str, systems_dir: Path = SYSTEMS) -> list[dict]:
+    """The log patterns that end a running point at once (``fatal: true``): the common ones, then the system's
+    (with those of the system it extends), each as ``name``, ``regex``, ``meaning`` and its component filters."""
+    keys = ("name", "regex", "meaning", "components", "components_except")
+    return [{k: p[k] for k in keys if k in p}
+            for p in [*COMMON_PATTERNS, *load_rules(system, systems_dir)["log_patterns"]] if p.get("fatal")]
 
 
 def _planned(pattern: dict, parameters: dict) -> bool:

@@ -20,7 +20,7 @@ FILES = sorted(SYSTEMS.glob("*/validity.yaml"))
 PARAMETERS = yaml.safe_load((ROOT / "harness" / "parameters.yaml").read_text())
 
 REQUIRED = {"name", "regex", "meaning", "unexpected"}
-OPTIONAL = {"planned_by", "components", "components_except"}
+OPTIONAL = {"planned_by", "components", "components_except", "fatal"}
 F12 = "2026-11-24 10:00:00.000 UTC"          # common/flogging/logging.go:31 time format (1.1, 1.2, FastFabric)
 F06 = "10:00:00.000"                          # fabric-0.6.1 flogging/logging.go:94 time format
 
@@ -293,6 +293,8 @@ def test_format(path: Path):
         assert REQUIRED <= set(p) <= REQUIRED | OPTIONAL, (p.get("name"), set(p))
         assert re.fullmatch(r"[a-z][a-z0-9_]*", p["name"]), p["name"]
         assert isinstance(p["unexpected"], bool)
+        if "fatal" in p:  # ends a running point (harness/watch.py): only a line the point fails for anyway
+            assert p["fatal"] is True and p["unexpected"] and "planned_by" not in p, p["name"]
         assert isinstance(p["meaning"], str) and p["meaning"].strip()
         re.compile(p["regex"])
         if "planned_by" in p:
