@@ -360,7 +360,13 @@ def problems(provider, choice, plan, source: str = "auto", results: Path | None 
     if name in ("local", "netns"):
         paths.append(Path(provider.work_root))
     found += disk_problems(plan.scale, paths)
+    found += provider.cpus_problems(largest_cpus(plan))
     return found
+
+
+def largest_cpus(plan) -> int | None:
+    """The most CPUs a point of ``plan`` asks for (the ``cpus`` parameter), None when no point sets it."""
+    return max((int(p.parameters["cpus"]) for p in plan.points if "cpus" in p.parameters), default=None)
 
 
 def check(provider, choice, plan, source: str = "auto", results: Path | None = None,
@@ -372,9 +378,11 @@ def check(provider, choice, plan, source: str = "auto", results: Path | None = N
                              else None)
 
 
-def check_hosts(provider, layout: dict[str, list[str]]) -> None:
-    """After ``provider.up`` of ssh/aws (hosts known only then): raise ``PreflightError`` for taken ports."""
+def check_hosts(provider, layout: dict[str, list[str]], plan=None) -> None:
+    """After ``provider.up`` of ssh/aws (hosts known only then): raise ``PreflightError`` for taken ports
+    and for hosts with fewer CPUs than ``plan``'s points ask for."""
     if provider.name in ("ssh", "aws"):
         found = remote_port_problems(provider, layout)
+        found += provider.cpus_problems(largest_cpus(plan)) if plan is not None else []
         if found:
             raise PreflightError(found)

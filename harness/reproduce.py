@@ -127,7 +127,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
     monitor = None
     try:
         groups = provider.up(hosts, run.path)
-        preflight.check_hosts(provider, hosts)  # ssh/aws: the ports on hosts known only now
+        preflight.check_hosts(provider, hosts, plan)  # ssh/aws: the ports and CPUs of hosts known only now
         inventory = provider.inventory(run.path / "inventory.yml", groups)
         links = provider.apply_links(network_links(experiment, hosts, point_latency(plan)))
         if point_latency(plan) is not None and links and all(link.get("applied") is False for link in links):

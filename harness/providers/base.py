@@ -19,6 +19,7 @@ link's proxy can stand in for it).
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -101,6 +102,16 @@ class Provider(ABC):
         return [{"name": k, "value": v, "applied": False,
                  "reason": f"the {self.name} provider does not change this machine's kernel settings"}
                 for k, v in sysctls.items()]
+
+    def cpus_problems(self, cpus: int | None) -> list[str]:
+        """Why points asking for ``cpus`` CPUs (the parameter; None: unset) cannot have them on this
+        provider's hosts; empty when they can. Local and netns hosts are this machine: the CPUs this
+        process may run on (the process role pins each component to the first ``cpus`` of them)."""
+        allowed = sorted(os.sched_getaffinity(0))
+        if cpus and cpus > len(allowed):
+            return [f"cpus={cpus}: the {self.name} provider's hosts are this machine, which lets the run use "
+                    f"{len(allowed)} CPUs ({','.join(map(str, allowed))})"]
+        return []
 
     def unreachable(self) -> dict[str, str]:
         """Hosts that no longer answer, with the reason (checked after a point fails)."""

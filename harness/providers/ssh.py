@@ -441,6 +441,13 @@ class SshProvider(Provider):
             if f.exists():
                 self.facts[h] = json.loads(f.read_text(encoding="utf-8"))
 
+    def cpus_problems(self, cpus: int | None) -> list[str]:
+        """Each chosen host whose vCPUs (its preflight's facts, known once ``up`` ran) are fewer than ``cpus``;
+        before ``up`` nothing is known, so nothing is refused."""
+        return [f"cpus={cpus}: {self._describe_host(h)} has {facts['vcpus']} vCPUs"
+                for h, facts in sorted(self.facts.items())
+                if cpus and facts.get("vcpus") is not None and int(facts["vcpus"]) < cpus]
+
     def _exporter_hosts(self) -> list[str]:
         """One host per machine: inventory names that share address and port share one exporter."""
         seen: dict[tuple, str] = {}
