@@ -12,6 +12,10 @@
   when it cannot be measured here).
 * the same over several runs of one configuration pooled (``analyze_pool``),
   which the report shows (rundir.select_runs chooses the runs).
+* cores: each point records the CPUs its processes were allowed (``cpus``,
+  read back from the hosts); a claim measured at several core counts (the
+  ``cpus`` parameter swept) is judged at each and its trend extrapolated to the
+  paper's hardware threads (``cores`` of each claim; docs/catalogue.md, "Cores").
 
 Re-analysing the same stored run gives byte-identical files.
 """
@@ -26,7 +30,7 @@ from . import SCHEMA_VERSION, stats, validity
 from .collect import load_measured, load_point
 from .errors import HarnessError
 from .metrics import all_metrics, compute_all
-from .rundir import Run, read_json, select_runs, write_json
+from .rundir import Run, point_cpus, read_json, select_runs, write_json
 
 VERDICTS = (stats.REPRODUCED, stats.NOT_REPRODUCED, stats.INCONCLUSIVE, "not comparable")
 
@@ -80,6 +84,7 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
         "metrics": metrics,
         **extra,
         **partial,
+        "cpus": point_cpus(point_dir),
         "validity": validity_section,
     }
     write_json(Path(point_dir) / "summary.json", summary)
@@ -103,7 +108,8 @@ def _stats(samples: list[tuple[str, int, float]]) -> dict:
 
 def aggregate(runs: dict[str, list[dict]]) -> list[dict]:
     """Pool the complete, valid point summaries of ``{run id: summaries}`` by variant and swept values;
-    statistics per metric, each repetition kept with its run and index (ratios pair on them)."""
+    statistics per metric, each repetition kept with its run and index (ratios pair on them), and the
+    effective CPUs its points recorded (``effective_cpus``, distinct values; empty when none did)."""
     groups: dict[tuple, list[tuple[str, dict]]] = {}
     for run_id, summaries in runs.items():
         for s in summaries:
@@ -114,6 +120,7 @@ def aggregate(runs: dict[str, list[dict]]) -> list[dict]:
     for (variant, sweep), members in sorted(groups.items(), key=lambda kv: repr(kv[0])):
         names = sorted({m for _, s in members for m in s["metrics"]})
         out.append({"variant": variant, "sweep": dict(sweep),
+                    "effective_cpus": sorted({s["cpus"]["effective"] for _, s in members if s.get("cpus")}),
                     "metrics": {n: _stats([(run, s["repetition"], s["metrics"].get(n)) for run, s in members])
                                 for n in names}})
     return out
@@ -198,7 +205,9 @@ REDUCE = {"mean_over_sweep": statistics.fmean, "min_over_sweep": min, "max_over_
 
 
 def _estimates(claim: dict, num: dict, den: dict | None):
-    """(one estimate of the claim or None, {configuration: estimate}, why-not) from the sides' repetitions.
+    """(one estimate of the claim or None, {configuration: estimate}, why-not, samples) from the sides'
+    repetitions; ``samples`` are the claim's statistic per paired repetition ``{(run, repetition): value}``
+    when it reduces to one value from paired sides (what a trend over cores fits), else None.
 
     A claim reduced to one value (one configuration, or an ``aggregate``) gives one estimate; without an
     aggregate over several configurations each configuration gets its own (and must hold at each); the
@@ -211,47 +220,51 @@ def _estimates(claim: dict, num: dict, den: dict | None):
         if aggregate in REDUCE:
             keys = _in_every(list(num.values()))
             if not keys:
-                return None, None, "no repetition was measured at every configuration of the sweep"
-            return stats.mean_value([REDUCE[aggregate]([c[k] for c in num.values()]) for k in keys]), parts, None
-        return (next(iter(parts.values())) if len(parts) == 1 else None), parts, None
+                return None, None, "no repetition was measured at every configuration of the sweep", None
+            return stats.mean_value([REDUCE[aggregate]([c[k] for c in num.values()]) for k in keys]), parts, None, None
+        return (next(iter(parts.values())) if len(parts) == 1 else None), parts, None, None
     if any(v <= 0 for side in (num, den) for c in side.values() for v in c.values()):
-        return None, None, "a side measured zero (a ratio needs positive values on both sides)"
+        return None, None, "a side measured zero (a ratio needs positive values on both sides)", None
     paired = bool(set().union(*num.values()) & set().union(*den.values()))
     if aggregate == "max_over_sweep":  # each side's peak over the sweep, then their ratio
         if paired:
             keys = _in_every(list(num.values()) + list(den.values()))
             if not keys:
-                return None, None, "no repetition was measured at every configuration of both sides"
-            return stats.paired_ratio([max(c[k] for c in num.values()) / max(c[k] for c in den.values())
-                                       for k in keys]), None, None
+                return None, None, "no repetition was measured at every configuration of both sides", None
+            samples = {k: max(c[k] for c in num.values()) / max(c[k] for c in den.values()) for k in keys}
+            return stats.paired_ratio(list(samples.values())), None, None, samples
         peaks = []
         for side in (num, den):
             keys = _in_every(list(side.values()))
             if not keys:
-                return None, None, "no repetition was measured at every configuration of a side"
+                return None, None, "no repetition was measured at every configuration of a side", None
             peaks.append([max(c[k] for c in side.values()) for k in keys])
-        return stats.unpaired_ratio(*peaks), None, None
+        return stats.unpaired_ratio(*peaks), None, None, None
     pairs = _pairs(num, den)
     if not pairs:
-        return None, None, "no configuration of the numerator pairs with one of the denominator"
+        return None, None, "no configuration of the numerator pairs with one of the denominator", None
     ratios = {}  # per configuration: {(run, repetition): ratio}, paired sides only
     parts = {}
     for key, (n, d) in pairs.items():
         if paired:
             ratios[key] = {k: num[n][k] / den[d][k] for k in _in_every([num[n], den[d]])}
             if not ratios[key]:
-                return None, None, f"no repetition pairs the numerator and denominator at {dict(key) or 'the claim'}"
+                return (None, None, f"no repetition pairs the numerator and denominator at {dict(key) or 'the claim'}",
+                        None)
             parts[key] = stats.paired_ratio(list(ratios[key].values()))
         else:
             parts[key] = stats.unpaired_ratio(list(num[n].values()), list(den[d].values()))
     if aggregate in REDUCE:
         if not paired:
-            return None, None, f"{aggregate} needs both sides measured in the same runs (paired repetitions)"
+            return None, None, f"{aggregate} needs both sides measured in the same runs (paired repetitions)", None
         keys = _in_every(list(ratios.values()))
         if not keys:
-            return None, None, "no repetition was measured at every configuration of the sweep"
-        return stats.paired_ratio([REDUCE[aggregate]([r[k] for r in ratios.values()]) for k in keys]), parts, None
-    return (next(iter(parts.values())) if len(parts) == 1 else None), parts, None
+            return None, None, "no repetition was measured at every configuration of the sweep", None
+        samples = {k: REDUCE[aggregate]([r[k] for r in ratios.values()]) for k in keys}
+        return stats.paired_ratio(list(samples.values())), parts, None, samples
+    if len(parts) == 1:
+        return next(iter(parts.values())), parts, None, next(iter(ratios.values())) if paired else None
+    return None, parts, None, None
 
 
 def _interval_text(est: stats.Estimate) -> str:
@@ -261,7 +274,105 @@ def _interval_text(est: stats.Estimate) -> str:
 
 
 def evaluate_claim(claim: dict, experiment: dict, groups: list[dict], context: dict) -> dict:
-    """Verdict on one claim from the pooled measurements (harness/stats.py states the method).
+    """Verdict on one claim from the pooled measurements (harness/stats.py states the method), and its
+    ``cores`` section: where the points swept the ``cpus`` parameter the claim is judged at each core
+    count (the verdict shown is at the most cores measured) and its trend extrapolated to the paper's
+    hardware threads (``cores_section``).
+    """
+    swept = sorted({g["sweep"]["cpus"] for g in groups if "cpus" in g["sweep"]})
+    pinned = any("cpus" in ((side or {}).get("params") or {})
+                 for side in (claim, claim.get("numerator"), claim.get("denominator")))
+    if len(swept) < 2 or pinned:
+        result = _judge(claim, experiment, groups, context)
+        samples = result.pop("samples")
+        return {**result, "cores": cores_section(claim, experiment, context,
+                                                 [(_cores_of(groups, context), result, samples)])}
+    per = []
+    for cpus in swept:
+        at = [{**g, "sweep": {k: v for k, v in g["sweep"].items() if k != "cpus"}}
+              for g in groups if g["sweep"].get("cpus") == cpus]
+        result = _judge(claim, experiment, at, context)
+        samples = result.pop("samples")
+        per.append((_cores_of(at, context, cpus), result, samples))
+    (cores, _), main, _ = per[-1]
+    reason = f"at {cores:g} cores, the most measured: {main['reason']}" if main.get("reason") else main.get("reason")
+    return {**main, "reason": reason, "cores": cores_section(claim, experiment, context, per)}
+
+
+def _cores_of(groups: list[dict], context: dict, asked: int | None = None) -> tuple[int, str]:
+    """The cores the points of ``groups`` ran on, and how that is known: the CPUs their processes were
+    allowed, read back (``read back``); else the ``cpus`` asked for (``asked, not read back``); else the
+    host's cores (``host``, a run from before the record)."""
+    effective = sorted({c for g in groups for c in g.get("effective_cpus") or []})
+    if effective:
+        return max(effective), "read back" if len(effective) == 1 else f"read back, points differ: {effective}"
+    if asked is not None:
+        return int(asked), "asked, not read back"
+    return int(context.get("cores") or 0), "host"
+
+
+def paper_cores(experiment: dict, context: dict) -> int | None:
+    """The hardware threads (``hardware.cores``) of the paper's servers for ``experiment``: the experiment's
+    own ``hardware`` where it states one, else the paper's; None when neither states cores."""
+    for hardware in (experiment.get("hardware"), context.get("paper_hardware")):
+        if isinstance(hardware, dict) and hardware.get("cores"):
+            return int(hardware["cores"])
+    return None
+
+
+#: What a verdict extrapolated over cores rests on, said wherever it is shown.
+EXTRAPOLATION_CAVEAT = ("an extrapolation beyond the measured core counts assumes the statistic keeps changing by "
+                        "the same factor per doubling of cores; contention that appears only at more cores (memory "
+                        "bandwidth, locks, the network, Amdahl's serial share) would bend the curve, so the "
+                        "interval holds under the model only")
+
+
+def cores_section(claim: dict, experiment: dict, context: dict, per: list[tuple]) -> dict:
+    """A claim against cores: ``measured`` (per core count measured: cores, how known, value, interval,
+    repetitions, verdict), the paper's cores, the ``trend`` (harness/stats.py ``log_linear_trend``) and the
+    ``verdict`` at the paper's cores with ``why``. At the paper's cores it is that measurement's verdict;
+    measured elsewhere it is the trend's interval at the paper's cores judged against the claim's band, and
+    *inconclusive* without a trend (one core count, or no repetition measured at every core count). None
+    (with why) when the paper states no cores or the claim is not comparable at any core count."""
+    paper = paper_cores(experiment, context)
+    measured = [{"cores": cores, "known": known, "measured": r["measured"], "interval": r["interval"],
+                 "repetitions": r["repetitions"], "verdict": r["verdict"]} for (cores, known), r, _ in per]
+    section = {"paper": paper, "measured": measured, "trend": None, "verdict": None, "why": None}
+    judged = [(cores, r, samples) for (cores, _), r, samples in per if r["verdict"] != "not comparable"]
+    if paper is None:
+        return {**section, "why": "the paper states no core count (hardware.cores)"}
+    if not judged:
+        return {**section, "why": "not comparable at any core count measured"}
+    at_paper = [r for cores, r, _ in judged if cores == paper]
+    if at_paper:
+        return {**section, "verdict": at_paper[0]["verdict"], "why": f"measured at the paper's {paper} cores"}
+    where = ", ".join(f"{cores:g}" for cores, _, _ in judged)
+    samples = {cores: s for cores, _, s in judged if s}
+    if len(judged) < 2:
+        return {**section, "verdict": stats.INCONCLUSIVE,
+                "why": f"measured only at {where} cores, the paper's hardware had {paper}: no trend to decide it "
+                       "(sweep the cores: --set cpus=1,2,...)"}
+    trend = stats.log_linear_trend(samples, paper) if len(samples) == len(judged) else None
+    if trend is None:
+        return {**section, "verdict": stats.INCONCLUSIVE,
+                "why": f"measured at {where} cores, the paper's hardware had {paper}: no trend, since the claim's "
+                       "statistic is not one paired value per repetition at every core count"}
+    low, high, band = claim_band(claim)
+    judgement = stats.judge(trend.estimate, low, high)
+    est = trend.estimate
+    section["trend"] = {"model": stats.TREND_MODEL, "cores": list(trend.cores), "intercept": _clean(trend.intercept),
+                        "slope_per_doubling": _clean(trend.slope), "at": paper, "estimate": _clean(est.value),
+                        "interval": [_clean(x) for x in est.interval] if est.interval else None,
+                        "repetitions": est.n, "extrapolated": trend.extrapolated}
+    why = (f"trend over {where} cores at the paper's {paper}: {_interval_text(est)}, expected {band}"
+           + (f"; {judgement.why}" if judgement.verdict == stats.INCONCLUSIVE else "")
+           + (f"; {EXTRAPOLATION_CAVEAT}" if trend.extrapolated else ""))
+    return {**section, "verdict": judgement.verdict, "why": why}
+
+
+def _judge(claim: dict, experiment: dict, groups: list[dict], context: dict) -> dict:
+    """The verdict on a claim from ``groups`` (measured at one core count), with the per-repetition
+    statistic it rests on as ``samples`` (``_estimates``; None where it is not one paired value).
 
     ``context`` carries ``cores`` (this machine), ``paper_hardware``, ``scale``,
     ``not_runnable`` (variant -> reason) and ``other_runs`` (experiment id ->
@@ -283,10 +394,12 @@ def evaluate_claim(claim: dict, experiment: dict, groups: list[dict], context: d
               "repetitions": None, "repetitions_needed": None, "method": None,
               "tolerance": tolerance, "citation": claim.get("citation")}
 
+    samples = None
+
     def verdict(v, reason=None):
         if v == "not comparable" and claim.get("comparable_on"):  # what would make it comparable
             reason = f"{reason}; comparable on: {claim['comparable_on']}"
-        return {**result, "verdict": v, "reason": reason}
+        return {**result, "verdict": v, "reason": reason, "samples": samples}
 
     if claim["compare"] == "qualitative":
         return verdict("not comparable", "a qualitative statement: judge it from the figure")
@@ -315,7 +428,7 @@ def evaluate_claim(claim: dict, experiment: dict, groups: list[dict], context: d
         if why:
             return verdict("not comparable", why)
         notes += [n for n in [note_d] if n and n not in notes]  # both sides from one other run: say it once
-    main, parts, why = _estimates(claim, num, den)
+    main, parts, why, samples = _estimates(claim, num, den)
     if why:
         return verdict("not comparable", why)
     low, high, band = claim_band(claim)

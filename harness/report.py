@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 import re
 import textwrap
 from pathlib import Path
@@ -27,9 +28,10 @@ from .figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's A
 import matplotlib.pyplot as plt  # noqa: E402
 
 from . import fidelity, systems  # noqa: E402
-from .analyze import analyze_pool  # noqa: E402
+from .analyze import EXTRAPOLATION_CAVEAT, analyze_pool, claim_band  # noqa: E402
 from .catalogue import load_paper  # noqa: E402
 from .metrics import all_metrics  # noqa: E402
+from .stats import TREND_MODEL  # noqa: E402
 from .errors import HarnessError  # noqa: E402
 from .rundir import Run, Selection, select_runs  # noqa: E402
 
@@ -322,11 +324,111 @@ def measured_text(claim: dict) -> str:
     return "; ".join(texts) + (f" (n={n})" if n is not None else "")
 
 
+def cores_text(cores) -> str:
+    """The cores of a configuration: ``2 cores``, or ``1, 2 cores (swept)``."""
+    if isinstance(cores, list):
+        return ", ".join(map(str, cores)) + " cores (swept)"
+    return f"{cores} cores"
+
+
+def verdict_text(claim: dict) -> str:
+    """The claim's verdict as measured and, where the paper states its cores and they differ from those
+    measured, the verdict at the paper's cores (analyze.cores_section)."""
+    text = f"**{claim['verdict']}**"
+    cores = claim.get("cores") or {}
+    at = [m["cores"] for m in cores.get("measured") or []]
+    if cores.get("verdict") and at and cores.get("paper") not in at:
+        text += f" at {', '.join(map(str, at))} cores; at the paper's {cores['paper']}: **{cores['verdict']}**"
+    return text
+
+
 def _claims_rows(claims: list[dict], experiment_id: str | None = None) -> list[list[str]]:
     return [([experiment_id] if experiment_id else []) +
             [c.get("statement") or c["id"], f"{c['compare']} {fmt(c['expected'])}", measured_text(c),
-             f"**{c['verdict']}**", _reason_text(c), c.get("comparable_on") or "–",
+             verdict_text(c), _reason_text(c), c.get("comparable_on") or "–",
              c.get("evidence") or "–"] for c in claims]
+
+
+def _interval_cell(value, interval, n) -> str:
+    return (fmt(value) + (f" [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else " (no interval)")
+            + (f" (n={n})" if n is not None else ""))
+
+
+def draw_cores_figure(claim: dict, catalogue_claim: dict) -> bytes | None:
+    """A claim's statistic against cores (log2 axis): each core count measured with its 95% interval, the
+    fitted trend extended to the paper's cores with its interval there, the claim's band shaded and the
+    paper's hardware threads marked. None when fewer than two core counts have a value."""
+    cores = claim.get("cores") or {}
+    points = [m for m in cores.get("measured") or [] if isinstance(m.get("measured"), (int, float))]
+    if len(points) < 2:
+        return None
+    paper, trend = cores.get("paper"), cores.get("trend")
+    low, high, band = claim_band(catalogue_claim)
+    with plt.rc_context(FIGURE_RC):
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        xs, ys = [m["cores"] for m in points], [m["measured"] for m in points]
+        err = [[y - m["interval"][0] if m.get("interval") else 0 for y, m in zip(ys, points)],
+               [m["interval"][1] - y if m.get("interval") else 0 for y, m in zip(ys, points)]]
+        ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=4, color="C0", label="measured, 95% CI")
+        plotted = ys + [v for m in points for v in (m.get("interval") or [])]
+        if trend:
+            right = max(xs + [paper or 0])
+            line = [min(xs) * (right / min(xs)) ** (i / 50) for i in range(51)]
+            ax.plot(line, [math.exp(trend["intercept"] + trend["slope_per_doubling"] * math.log2(x)) for x in line],
+                    "--", color="C1", label=f"trend (x{math.exp(trend['slope_per_doubling']):.3g} per doubling)")
+            ci = trend.get("interval")
+            ax.errorbar([paper], [trend["estimate"]],
+                        yerr=[[trend["estimate"] - ci[0]], [ci[1] - trend["estimate"]]] if ci else None,
+                        fmt="s", capsize=4, color="C1", label=f"trend at {paper} cores, 95% CI")
+            plotted += [trend["estimate"], *(ci or [])]
+        top = max(plotted + [v for v in (low, high) if math.isfinite(v)]) * 1.5
+        bottom = min([v for v in plotted + [low, high] if math.isfinite(v) and v > 0]) / 1.5
+        ax.axhspan(max(low, bottom), min(high, top), color="C2", alpha=0.15, label=f"claim's band {band}")
+        if paper:
+            ax.axvline(paper, ls=":", color="0.4", label=f"paper: {paper} hardware threads")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_ylim(bottom, top)
+        ticks = sorted(set(xs + ([paper] if paper else [])))
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.set_xlabel("cores (CPUs each component may run on)")
+        ax.set_ylabel(f"{claim['compare']} of {claim.get('metric')}, log scale")
+        ax.set_title(textwrap.fill(claim.get("statement") or claim["id"], 72), fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        return png_bytes(fig)
+
+
+def cores_blocks(experiment: dict, claims: list[dict], figure_prefix: str) -> list[tuple]:
+    """Each claim measured at several core counts against cores: a figure, a table with the verdict at each
+    core count and at the paper's, the model and, where it extrapolates, its caveat."""
+    catalogue = {c["id"]: c for c in experiment.get("claims") or [] if c.get("id")}
+    blocks, rows, extrapolated = [], [], False
+    for claim in claims:
+        cores = claim.get("cores") or {}
+        if len(cores.get("measured") or []) < 2:
+            continue
+        png = draw_cores_figure(claim, catalogue[claim["id"]]) if claim["id"] in catalogue else None
+        if png:
+            blocks.append(("img", f"{figure_prefix}-cores-{claim['id']}.png", png,
+                           f"{claim.get('statement') or claim['id']}: measured at each core count and the trend "
+                           f"at the paper's {cores.get('paper')} hardware threads."))
+        for m in cores["measured"]:
+            rows.append([claim["id"], f"{m['cores']} ({m['known']})", _interval_cell(m["measured"], m["interval"],
+                         m["repetitions"]) if isinstance(m.get("measured"), (int, float)) else "–",
+                         f"**{m['verdict']}**"])
+        trend = cores.get("trend")
+        rows.append([claim["id"], f"{cores.get('paper')} (the paper's" + (", trend)" if trend else ")"),
+                     _interval_cell(trend["estimate"], trend["interval"], trend["repetitions"]) if trend else "–",
+                     f"**{cores['verdict']}**: {cores.get('why')}" if cores.get("verdict") else cores.get("why") or "–"])
+        extrapolated = extrapolated or bool(trend and trend.get("extrapolated"))
+    if not rows:
+        return []
+    text = (f"Claims against cores (the `cpus` parameter: every component on that many CPUs, read back from "
+            f"each process). Trend model: {TREND_MODEL}.")
+    if extrapolated:
+        text += f" Caveat: {EXTRAPOLATION_CAVEAT}."
+    return [("p", text), ("table", ["claim", "cores", "measured [95% CI] (n)", "verdict"], rows)] + blocks
 
 
 #: ``caveat``: the claim's ``comparable_on`` (what a comparison with the paper needs), beside any verdict;
@@ -536,7 +638,7 @@ def runs_blocks(selection: Selection) -> list[tuple]:
     config = selection.configuration
     if selection.complete:
         text = (f"Pooled: {len(runs)} complete run(s) of one configuration (scale {config['scale']}, "
-                f"{config['build']['kind']} build, provider {config['provider']}, {config['cores']} cores): "
+                f"{config['build']['kind']} build, provider {config['provider']}, {cores_text(config['cores'])}): "
                 + ", ".join(f"`{r.id}`" for r in runs) + ".")
     else:
         text = (f"No complete run of this experiment: shown is the newest run, `{runs[0].id}` "
@@ -583,12 +685,13 @@ def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) 
     headers, rows = _measured_table(stored, summary, kind)
     if rows:
         blocks.append(("table", headers, rows))
-    evidence = (f"{kind or 'reference'}, {selection.configuration['cores']} cores, "
+    evidence = (f"{kind or 'reference'}, {cores_text(selection.configuration['cores'])}, "
                 f"{len(selection.pooled)} run(s): " + ", ".join(r.id for r in selection.pooled))
     claims = [{**c, "evidence": evidence} for c in with_caveats(summary["claims"], stored)]
     if claims:
         blocks.append(("table", CLAIM_HEADERS, _claims_rows(claims)))
         blocks.append(("p", VERDICT_METHOD))
+    blocks += cores_blocks(stored, claims, figure_name.removesuffix(".png"))
     blocks += validity_blocks(selection.pooled)
     blocks += resource_blocks(run, figure_name.removesuffix(".png"))
     return blocks, claims

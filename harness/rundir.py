@@ -14,6 +14,7 @@ starts (status ``running``) and rewritten when it ends with ``complete``,
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import os
 import platform
@@ -357,14 +358,56 @@ def build_identity(meta: dict) -> dict:
 
 
 def configuration(run: "Run") -> dict:
-    """What must be equal for runs of one experiment to be pooled: scale, build, provider, the host's
-    cores and CPU model, and the values of the parameters the run did not sweep."""
+    """What must be equal for runs of one experiment to be pooled: scale, build, provider, the cores its
+    points ran on (``run_cores``) and the host's CPU model, and the values of the parameters the run did
+    not sweep (``cpus`` counts through the cores)."""
     host = run.metadata.get("host") or {}
     resolved = run.stored("resolved")
     return {"scale": run.metadata.get("scale"), "build": build_identity(run.metadata),
-            "provider": run.metadata.get("provider"), "cores": host.get("cores"), "cpu_model": host.get("cpu_model"),
+            "provider": run.metadata.get("provider"), "cores": run_cores(run, resolved),
+            "cpu_model": host.get("cpu_model"),
             "parameters": {k: v.get("value") if isinstance(v, dict) else v
-                           for k, v in sorted((resolved.get("parameters") or {}).items())}}
+                           for k, v in sorted((resolved.get("parameters") or {}).items()) if k != "cpus"}}
+
+
+def run_cores(run: "Run", resolved: dict | None = None) -> int | list[int] | None:
+    """The cores a run's points ran on. Where the ``cpus`` parameter is set or swept: the effective CPUs
+    its points' processes were allowed, read back from the hosts (``point_cpus``; one value, or the sorted
+    values of a sweep), or the values asked for where no point recorded them; without it the host's cores."""
+    resolved = resolved if resolved is not None else run.stored("resolved")
+    fixed = (resolved.get("parameters") or {}).get("cpus")
+    asked = (resolved.get("sweep") or {}).get("cpus") or (fixed.get("value") if isinstance(fixed, dict) else fixed)
+    if asked is None:
+        return (run.metadata.get("host") or {}).get("cores")
+    effective = sorted({cpus["effective"] for point in sorted((run.path / "points").iterdir())
+                        if (cpus := point_cpus(point))}) if (run.path / "points").is_dir() else []
+    values = effective or (asked if isinstance(asked, list) else [asked])
+    return values[0] if len(values) == 1 else values
+
+
+def cpu_set(text: str) -> set[int]:
+    """The CPUs of a kernel CPU list (``/proc/<pid>/status`` Cpus_allowed_list), e.g. ``0-2,5`` -> {0, 1, 2, 5}."""
+    out: set[int] = set()
+    for part in filter(None, str(text).strip().split(",")):
+        low, _, high = part.partition("-")
+        out.update(range(int(low), int(high or low) + 1))
+    return out
+
+
+def point_cpus(point_dir: Path) -> dict | None:
+    """The CPUs each process a point started was allowed, as read back from its host when it started
+    (``raw/<host>/affinity_<name>.csv`` of the process role), and the point's ``effective`` CPUs: the most
+    CPUs the processes of any one host could use together. None when nothing was recorded (a point run
+    before the record existed, or a test double's)."""
+    processes, per_host = {}, {}
+    for path in sorted(Path(point_dir).glob("raw/*/affinity_*.csv")):
+        with open(path, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                processes[f"{path.parent.name}/{row['component']}"] = row["cpus_allowed_list"]
+                per_host.setdefault(path.parent.name, set()).update(cpu_set(row["cpus_allowed_list"]))
+    if not per_host:
+        return None
+    return {"effective": max(len(c) for c in per_host.values()), "processes": processes}
 
 
 def _build_difference(a: dict, b: dict) -> str:

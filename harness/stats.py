@@ -245,3 +245,54 @@ def combine(parts: list[Judgement]) -> Judgement:
     return Judgement(INCONCLUSIVE, needed, f"{len(undecided)} configurations undecided"
                      + (f"; about {needed} repetitions would decide every one at the observed spread"
                         if needed else ": " + undecided[0].why))
+
+
+#: How the claims measured at several core counts are extrapolated (docs/catalogue.md, "Cores").
+TREND_MODEL = ("log-linear in log2(cores): each repetition's log statistic, measured at every core count, is fitted "
+               "by least squares against log2(cores) and evaluated at the paper's cores; the estimate is the geometric "
+               "mean of those n values, the interval Student's t on their logarithms (n - 1 degrees of freedom)")
+
+
+@dataclass(frozen=True)
+class Trend:
+    """A claim's statistic against cores: the fitted line ``log y = intercept + slope * log2(cores)`` (the
+    mean of the repetitions' fits) and its value at ``at`` cores with a 95% interval (None when fewer
+    than two repetitions were measured at every core count)."""
+
+    cores: tuple[float, ...]
+    intercept: float
+    slope: float
+    at: float
+    estimate: Estimate
+
+    @property
+    def extrapolated(self) -> bool:
+        """Whether ``at`` lies outside the measured core counts (the model carries the verdict)."""
+        return not min(self.cores) <= self.at <= max(self.cores)
+
+    def value(self, cores: float) -> float:
+        """The fitted line's statistic at ``cores``."""
+        return math.exp(self.intercept + self.slope * math.log2(cores))
+
+
+def log_linear_trend(samples: dict[float, dict], at: float) -> Trend | None:
+    """The trend of a positive statistic over cores from ``{cores: {(run, repetition): value}}``, at ``at``
+    cores (TREND_MODEL). Only repetitions measured at every core count take part (the sweep's points of one
+    run share their repetition index); None with fewer than two core counts or no such repetition."""
+    cores = sorted(samples)
+    keys = sorted(set.intersection(*(set(samples[c]) for c in cores))) if len(cores) > 1 else []
+    if not keys:
+        return None
+    xs = [math.log2(c) for c in cores]
+    x_mean = statistics.fmean(xs)
+    sxx = sum((x - x_mean) ** 2 for x in xs)
+    fits = []
+    for key in keys:
+        ys = [math.log(samples[c][key]) for c in cores]
+        slope = sum((x - x_mean) * (y - statistics.fmean(ys)) for x, y in zip(xs, ys)) / sxx
+        fits.append((statistics.fmean(ys) - slope * x_mean, slope))
+    predicted = paired_ratio([math.exp(a + b * math.log2(at)) for a, b in fits])
+    estimate = Estimate(predicted.value, predicted.interval, True, predicted.spreads, predicted.sizes,
+                        f"trend over {', '.join(f'{c:g}' for c in cores)} cores, {TREND_MODEL}")
+    return Trend(tuple(cores), statistics.fmean(a for a, _ in fits), statistics.fmean(b for _, b in fits), at,
+                 estimate)
