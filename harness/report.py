@@ -703,7 +703,9 @@ VERDICT_METHOD = ("Verdicts: **reproduced** when the measured value's 95% interv
                   "that would decide it at the observed spread) and always at one repetition, which has no spread; "
                   "**not comparable** when it cannot be measured here. Ratios pair the repetitions of one run "
                   "(same run, same repetition index): Student t on the log ratios; sides from different runs: "
-                  "Welch t on the log values (docs/catalogue.md, \"How a claim is judged\").")
+                  "Welch t on the log values. Where the cores measured differ from the paper's hardware threads, "
+                  "the verdict at the paper's cores follows: from the trend over a `cpus` sweep, else "
+                  "**inconclusive** (docs/catalogue.md, \"How a claim is judged\", \"Cores\").")
 
 
 def _claims_once(blocks: list[tuple], experiment_id: str) -> list[tuple]:
