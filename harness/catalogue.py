@@ -232,12 +232,20 @@ def load_system(system_id: str, systems_dir: Path | None = None) -> dict:
 
 def upstream_errors(doc: dict, file: Path) -> list[str]:
     """All errors of an upstream recipe (``systems/<id>/upstream.yaml``): its schema, the system
-    it names being the folder it is in, and each component's build kind being ``ant`` or one a
+    it names being the folder it is in, each patch's ``needed_by`` naming drivers of the recipe and
+    its ``adds_targets`` targets of it, and each component's build kind being ``ant`` or one a
     system's plugin defines (``harness.systems.build_kinds``)."""
     errors = schema_errors(doc, _load_schema(SCHEMAS / "upstream.json"), file)
     folder = Path(file).resolve().parent.name
     if not errors and doc["system"] != folder:
         errors.append(f"{_rel(file)}: system: expected {folder!r} (the folder the recipe is in), got {doc['system']!r}")
+    for i, entry in enumerate(doc.get("patches") or [] if not errors else []):
+        if isinstance(entry, dict):
+            for field, known in (("needed_by", doc.get("drivers") or {}), ("adds_targets", doc["targets"])):
+                unknown = [name for name in entry.get(field) or [] if name not in known]
+                if unknown:
+                    errors.append(f"{_rel(file)}: patches[{i}].{field}: {', '.join(unknown)} not in the recipe's "
+                                  f"{'drivers' if field == 'needed_by' else 'targets'} ({', '.join(known) or 'none'})")
     if not errors and doc.get("components"):
         kinds = ["ant", *systems.build_kinds()]  # what harness.upstream builds components with
         for name, component in doc["components"].items():

@@ -320,6 +320,7 @@ def build(tracked: dict, commit: dict, root: Path, log=print) -> tuple[Path, flo
             lines = str(e).strip().splitlines()
             raise NotMeasurable(lines[0] + (f" {lines[-1].strip()}" if len(lines) > 1 else "")) from None
         commit["build_key"] = built.info["key"]
+        commit["patches"] = built.info["patch_series"]  # applied, skipped (driver) or already in upstream
         return built.bin_dir, time.monotonic() - started
     repo = tracked["repo"]
     tree = root / "worktrees" / commit["key"]
@@ -340,8 +341,11 @@ def build(tracked: dict, commit: dict, root: Path, log=print) -> tuple[Path, flo
 
 
 def pin_of(tracked: dict, commit: dict) -> dict:
-    """The pin that builds an upstream system's recipe at ``commit`` from the local clone."""
-    return {"commit": commit["sha"], "ref": commit.get("ref"), "clone_url": str(tracked["repo"])}
+    """The pin that builds an upstream system's recipe at ``commit`` from the local clone, with the
+    patches the experiment's driver needs (at every commit, the recipe's own included, so that one
+    series builds every point)."""
+    return {"commit": commit["sha"], "ref": commit.get("ref"), "clone_url": str(tracked["repo"]),
+            "driver": tracked["driver"]}
 
 
 # ----------------------------------------------------------------------------- measurements
@@ -443,6 +447,8 @@ def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: 
     metric = experiment["metric"]
     if not fresh:
         for run in reversed(stored_runs(results, paper, experiment["id"])):
+            if (read_json(run / "metadata.json").get("regress") or {}).get("build_key") != commit.get("build_key"):
+                continue  # built with another patch series (or toolchain): not this build's sample
             values = samples(run, metric)
             if len(values) >= repeat:
                 return {"values": values, "runs": [str(run)], "seconds": 0.0, "reused": True}
@@ -459,8 +465,8 @@ def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: 
     if not runs:
         raise NotMeasurable(f"no run of {experiment['id']} was made (skipped: see the log above)")
     run = runs[0]
-    run.metadata["regress"] = {k: commit.get(k) for k in ("sha", "ref", "key", "build_key", "subject", "message",
-                                                          "diffstat")}
+    run.metadata["regress"] = {k: commit.get(k) for k in ("sha", "ref", "key", "build_key", "patches", "subject",
+                                                          "message", "diffstat")}
     run.save()
     values = samples(run.path, metric)
     if not values:
@@ -490,6 +496,7 @@ def tracked_system(system: str, experiment: dict, variant: str | None, repo: Pat
     chosen = upstream_variant(system, experiment, variant, systems_dir)
     return {"system": system, "repo": Path(repo).resolve() if repo else clone(recipe, root, log),
             "repository": recipe["repository"], "variant": chosen["id"], "switches": chosen.get("switches") or {},
+            "driver": experiment["driver"],
             "systems_dir": systems_dir, "builds": builds}
 
 
@@ -767,6 +774,12 @@ def _false_positive_text(doc: dict) -> str:
             f"--commits &lt;commit&gt; --batches 4</code>).")
 
 
+def _patches_text(row: dict, why: bool = False) -> str:
+    """What became of each patch of the series at this commit: applied, skipped or already in upstream."""
+    return "; ".join(f"{p['name'].split('-', 1)[0]} {p['status']}" + (f" ({p['why']})" if why and p.get("why") else "")
+                     for p in row.get("patches") or [])
+
+
 def render_html(doc: dict, out: Path) -> str:
     """One self-contained page: the series with intervals, the change points, the commits not measurable
     and why, each commit's message and diff stat, and a row per commit linking to its runs."""
@@ -777,7 +790,7 @@ def render_html(doc: dict, out: Path) -> str:
         name = f"<a href=\"#{anchor}\"><code>{esc(r.get('ref') or r['short'])}</code></a>"
         if r.get("not_measurable"):
             rows.append(f"<tr class=lost><td>{name}</td><td>{esc(r['subject'])}</td>"
-                        f"<td colspan=7>not measurable: {esc(r['not_measurable'])}</td></tr>")
+                        f"<td colspan=8>not measurable: {esc(r['not_measurable'])}</td></tr>")
         else:
             vs = r.get("vs_previous") or r.get("vs_first") or {}
             verdict = "yes" if vs.get("changed") else "flagged, not confirmed" if vs.get("flagged") else ""
@@ -787,12 +800,14 @@ def render_html(doc: dict, out: Path) -> str:
                         f"<td>{esc(r['subject'])}</td><td>{len(r['values'])}</td><td>{r['median']:.4g} "
                         f"[{r['low']:.4g}, {r['high']:.4g}] ({r['coverage']:.1%})</td>"
                         f"<td>{vs.get('p', '')}</td><td>{format(vs['relative_change'], '+.1%') if vs else ''}</td>"
-                        f"<td>{esc(_effect(vs))}</td><td>{verdict}</td><td>{links}</td></tr>")
+                        f"<td>{esc(_effect(vs))}</td><td>{verdict}</td><td>{esc(_patches_text(r))}</td>"
+                        f"<td>{links}</td></tr>")
         if r["sha"] not in seen:
             seen.add(r["sha"])
             details.append(f"<details id=\"{anchor}\"><summary><code>{esc(r['sha'])}</code>"
                            f"{' (' + esc(r['ref']) + ')' if r.get('ref') else ''} {esc(r['subject'])}</summary>"
-                           f"<pre>{esc(r.get('message', ''))}\n\n{esc(r.get('diffstat', ''))}</pre></details>")
+                           + (f"<p>Patches: {esc(_patches_text(r, why=True))}</p>" if r.get("patches") else "")
+                           + f"<pre>{esc(r.get('message', ''))}\n\n{esc(r.get('diffstat', ''))}</pre></details>")
     extra = f"<p>{_false_positive_text(doc)}</p>"
     bisect = doc.get("bisect")
     if bisect:
@@ -824,7 +839,7 @@ median's order statistics, and the ratio's Hodges–Lehmann interval, each with 
 reaches (nominal {doc['level']:.0%}).</p>
 {extra}<figure><img alt="series" src="data:image/png;base64,{png}"></figure>
 <table><tr><th>commit</th><th>subject</th><th>n</th><th>median [interval]</th><th>p</th><th>relative change</th>
-<th>ratio [interval]</th><th>change</th><th>runs</th></tr>
+<th>ratio [interval]</th><th>change</th><th>patches</th><th>runs</th></tr>
 {''.join(rows)}</table>
 <h2>Commits</h2>
 {''.join(details)}
@@ -844,7 +859,8 @@ def main_summary(doc: dict) -> str:
                      + (f"  p={vs['p']:.3g} change {vs['relative_change']:+.1%} {_effect(vs)}"
                         f"{'  CHANGED' if vs['changed'] else ''}"
                         + ("  flagged, not confirmed" if vs.get("flagged") and not vs["changed"] else "")
-                        if vs else ""))
+                        if vs else "")
+                     + (f"  patches: {_patches_text(r)}" if r.get("patches") else ""))
     if "false_positive_rate" in doc:
         lines.append(f"flagged by the first test over {len(doc['noise_pairs'])} pairs: {doc['flagged_rate']:.2f}; "
                      f"false-positive rate over {len(doc['noise_pairs'])} pairs: {doc['false_positive_rate']:.2f}")

@@ -31,6 +31,7 @@ build with the same inputs reuses it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -79,11 +80,17 @@ def load_recipe(system: str, systems_dir: Path = SYSTEMS) -> dict:
 
 @dataclass(frozen=True)
 class Patch:
-    """One patch of a series: its file, content hash and header fields."""
+    """One patch of a series: its file, content hash and header fields, and the recipe's note on it.
+
+    ``needed_by``: the drivers that need it (None: every driver); ``adds_targets``:
+    the targets it creates, not built where it is left out (``patches_for_driver``).
+    """
     name: str
     path: Path
     sha256: str
     header: dict
+    needed_by: tuple[str, ...] | None = None
+    adds_targets: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return {"name": self.name, "sha256": self.sha256,
@@ -113,14 +120,27 @@ def read_patch(path: Path) -> Patch:
 
 
 def patch_series(system: str, recipe: dict, systems_dir: Path = SYSTEMS, names: list[str] | None = None) -> list[Patch]:
-    """The recipe's patches (or ``names``), in order, read from ``systems/<system>/patches/``."""
+    """The recipe's patches (or ``names``), in order, read from ``systems/<system>/patches/``.
+
+    A recipe's entry is a file name, or ``{patch, needed_by, adds_targets, why, applies}``
+    (harness/schemas/upstream.json).
+    """
     out = []
-    for name in recipe.get("patches") or [] if names is None else names:
-        path = Path(systems_dir) / system / "patches" / name
+    for entry in recipe.get("patches") or [] if names is None else names:
+        note = entry if isinstance(entry, dict) else {"patch": entry}
+        path = Path(systems_dir) / system / "patches" / note["patch"]
         if not path.is_file():
-            raise HarnessError(f"systems/{system}/upstream.yaml lists patch {name}, but {path} does not exist")
-        out.append(read_patch(path))
+            raise HarnessError(f"systems/{system}/upstream.yaml lists patch {note['patch']}, but {path} does not exist")
+        needed_by = note.get("needed_by")
+        out.append(dataclasses.replace(read_patch(path), needed_by=None if needed_by is None else tuple(needed_by),
+                                       adds_targets=tuple(note.get("adds_targets") or ())))
     return out
+
+
+def patches_for_driver(patches: list[Patch], driver: str) -> tuple[list[Patch], list[Patch]]:
+    """The patches ``driver`` needs, and those it does not (``invoke regress``)."""
+    kept = [p for p in patches if p.needed_by is None or driver in p.needed_by]
+    return kept, [p for p in patches if p not in kept]
 
 
 def matching_flavours(system: str, recipe: dict, switches: dict | None, systems_dir: Path = SYSTEMS) -> list[dict]:
@@ -237,6 +257,10 @@ def _from_git(recipe: dict, dest: Path) -> dict:
     url = recipe.get("clone_url") or f"https://github.com/{recipe['repository']}.git"
     run_command(["git", "clone", "--quiet", "--no-checkout", url, str(dest)], f"clone {url}")
     git = ["git", "-C", str(dest)]
+    absent = _absent_files(git, recipe["commit"])
+    if absent:  # a mirror without some large files (as the snapshots lack them): check out the rest, and say so
+        run_command(git + ["sparse-checkout", "set", "--no-cone", "/*", *(f"!/{path}" for path in absent)],
+                    "sparse-checkout without the absent files")
     run_command(git + ["checkout", "--quiet", "--detach", recipe["commit"]], f"check out {recipe['commit']}")
     head = run_command(git + ["rev-parse", "HEAD"], "read HEAD").strip()
     if head != recipe["commit"]:
@@ -250,7 +274,18 @@ def _from_git(recipe: dict, dest: Path) -> dict:
                                f"pins {recipe['commit']}: fix the pin")
     merged = _merge(recipe, dest, git, url) if recipe.get("merge") else None
     shutil.rmtree(dest / ".git")
-    return {"kind": "git", "url": url, "commit": head, **({"merged": merged} if merged else {})}
+    return {"kind": "git", "url": url, "commit": head, **({"merged": merged} if merged else {}),
+            **({"absent": absent} if absent else {})}
+
+
+def _absent_files(git: list[str], commit: str) -> list[str]:
+    """Files of the commit whose content the clone lacks (a mirror may leave out its largest files)."""
+    listing = run_command(git + ["ls-tree", "-r", "--full-tree", commit], "list the tree")
+    blobs = [(line.split()[2], line.split("\t", 1)[1]) for line in listing.splitlines() if line.split()[1] == "blob"]
+    found = subprocess.run(git + ["cat-file", "--batch-check"], input="".join(sha + "\n" for sha, _ in blobs),
+                           capture_output=True, text=True, check=False).stdout
+    missing = {line.split()[0] for line in found.splitlines() if line.endswith(" missing")}
+    return sorted(path for sha, path in blobs if sha in missing)
 
 
 def _merge(recipe: dict, dest: Path, git: list[str], url: str) -> dict:
@@ -292,8 +327,8 @@ class Build:
 
     def provenance(self) -> dict:
         """What a run's metadata records about this build."""
-        keys = ("system", "repository", "ref", "commit", "built_commit", "key", "source", "patches", "toolchain",
-                "flavours", "base", "grafts", "components")
+        keys = ("system", "repository", "ref", "commit", "built_commit", "key", "source", "patches", "patch_series",
+                "toolchain", "flavours", "base", "grafts", "components")
         return {"kind": "upstream", "path": str(self.path), **{k: self.info[k] for k in keys if k in self.info}}
 
 
@@ -334,7 +369,9 @@ def at_pin(recipe: dict, pin: dict) -> dict:
     ``pin`` gives the ``commit``, optionally the ``ref`` naming it (a tag) and a
     ``clone_url`` (a local clone of the repository, so that each commit is not
     fetched from the network again). The snapshot holds only the recipe's own
-    pin, so the tree comes from git; the patches, toolchain and targets stay.
+    pin, so the tree comes from git; the patches, toolchain and targets stay
+    (``build`` applies only those the pin's ``driver`` needs, and records a
+    patch already in the tree instead of applying it).
     """
     return {**recipe, "commit": pin["commit"], "ref": pin.get("ref"), "ref_moves": False, "snapshot": None,
             "clone_url": pin.get("clone_url") or recipe.get("clone_url")}
@@ -346,7 +383,12 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
 
     The tree is the recipe's (or a matching flavour's ``base`` system's),
     patched with its series and then with each matching flavour's patches;
-    ``pin`` builds it at another commit (``at_pin``).
+    ``pin`` builds it at another commit (``at_pin``): of the recipe's series
+    only the patches the pin's ``driver`` needs (``patches_for_driver``; every
+    patch where the pin names no driver), a patch already in the tree (its
+    reverse applies) is recorded as such instead of failing, and
+    ``patch_series`` in ``build.json`` says of each patch whether it was
+    applied, skipped or already in upstream.
     """
     choose("upstream source", source, SOURCES)
     own = load_recipe(system, systems_dir)
@@ -360,9 +402,13 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
     recipe = load_recipe(base, systems_dir) if base else own
     choose("toolchain kind", recipe["toolchain"]["kind"], ["go-gopath"])
     patches = patch_series(base or system, recipe, systems_dir)
+    left_out = []
+    if pin and pin.get("driver"):
+        patches, left_out = patches_for_driver(patches, pin["driver"])
     for flavour in flavours:
         patches += patch_series(system, own, systems_dir, names=flavour.get("patches") or [])
-    targets = dict(recipe["targets"])
+    not_built = {target for patch in left_out for target in patch.adds_targets}
+    targets = {name: package for name, package in recipe["targets"].items() if name not in not_built}
     for flavour in flavours:
         targets.update(flavour.get("targets") or {})
     chaincodes = {**(recipe.get("chaincodes") or {}), **(own.get("chaincodes") or {})}
@@ -403,9 +449,22 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
             log(f"upstream {system}: fetching {recipe['repository']} @ {recipe['commit'][:12]} ({source})")
             fetched = fetch_source(recipe, tree, source)
             grafts = [_graft(f["graft"], tree, work, source, systems_dir, log) for f in flavours if f.get("graft")]
+            applied, series = [], []
             for patch in patches:
+                present = _already_applied(patch, tree) if pin else None
+                if present is not None:
+                    log(f"upstream {system}: {patch.name} is already in {recipe['commit'][:12]} (its reverse applies)")
+                    series.append({"name": patch.name, "status": "already in upstream",
+                                   "why": "it does not apply and git apply --check --reverse succeeds on the files "
+                                          "it changes" + (f" (not added: {', '.join(present)})" if present else "")})
+                    continue
                 log(f"upstream {system}: applying {patch.name}")
                 _apply(patch, tree)
+                applied.append(patch)
+                series.append({"name": patch.name, "status": "applied"})
+            series += [{"name": p.name, "status": "skipped",
+                        "why": f"not needed by driver {pin['driver']} (needed by {', '.join(p.needed_by) or 'no driver'})"}
+                       for p in left_out]
             modules = [_add_module(m, work / "gopath", tree) for m in recipe["toolchain"].get("modules") or []]
             env = _go_env(recipe, work)
             _write_go_wrapper(work / "tools")
@@ -421,7 +480,9 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
             components = _build_components(recipe, work / "components", source, log, systems_dir)
             info = {"schema_version": SCHEMA_VERSION, "system": system, "repository": recipe["repository"],
                     "ref": recipe.get("ref"), "commit": recipe["commit"], "built_commit": fetched["commit"],
-                    "key": key, "source": fetched, "patches": [p.to_dict() for p in patches],
+                    "key": key, "source": fetched,
+                    "patches": [p.to_dict() for p in applied],
+                    "patch_series": series,
                     "flavours": [f["name"] for f in flavours], "base": base, "grafts": grafts,
                     "toolchain": {**recipe["toolchain"], "version": version, "env": {k: env[k] for k in _GO_ENV_KEYS}},
                     "modules": modules, "targets": targets, "chaincodes": chaincodes,
@@ -557,10 +618,35 @@ def _go_build(env: dict, cwd: Path, package: str, out: Path, tags: list[str]) ->
     run_command(cmd, f"go build {package}", cwd=cwd, env=env)
 
 
-def _apply(patch: Patch, tree: Path) -> None:
+def _git_apply_env(tree: Path) -> dict:
     # GIT_CEILING_DIRECTORIES keeps git from treating an enclosing checkout as the repository.
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
-    run_command(["git", "apply", "--whitespace=nowarn", str(patch.path.resolve())], f"apply {patch.name}", cwd=tree, env=env)
+    return {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
+
+
+def _apply(patch: Patch, tree: Path) -> None:
+    run_command(["git", "apply", "--whitespace=nowarn", str(patch.path.resolve())], f"apply {patch.name}", cwd=tree,
+                env=_git_apply_env(tree))
+
+
+def _already_applied(patch: Patch, tree: Path) -> list[str] | None:
+    """Whether the tree already holds the patch (e.g. a fix upstream made itself): None if not; else the
+    files the patch would create that the tree lacks (e.g. a regression test of ours), left out.
+
+    Held: the patch does not apply, and its reverse applies to the files it
+    changes. A patch that only creates files is never held.
+    """
+    text = patch.path.read_text(encoding="utf-8", errors="replace")
+    created = re.findall(r"^--- /dev/null\n\+\+\+ b/(\S+)$", text, flags=re.MULTILINE)
+    ours = [path for path in created if not (tree / path).exists()]
+    if len(ours) == len(re.findall(r"^diff --git ", text, flags=re.MULTILINE)):
+        return None
+
+    def check(*flags: str) -> bool:
+        return subprocess.run(["git", "apply", "--check", "--whitespace=nowarn", *flags, str(patch.path.resolve())],
+                              cwd=tree, env=_git_apply_env(tree), capture_output=True, check=False).returncode == 0
+    if check() or not check("--reverse", *(f"--exclude={path}" for path in ours)):
+        return None
+    return ours
 
 
 def _add_module(module: dict, gopath: Path, tree: Path) -> dict:

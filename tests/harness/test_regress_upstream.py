@@ -2,9 +2,12 @@
 
 A TEST DOUBLE system ``toy`` lives in a tmp systems folder: its recipe
 (``upstream.yaml``, the same format as Fabric's) builds a tiny Go program in
-GOPATH mode with one instrumentation patch, from a tmp git repository whose
-history holds a commit where the patch does not apply, one that does not
-build, and one (on a merged side branch) that makes every "block" slower.
+GOPATH mode with three patches, from a tmp git repository whose history holds
+a commit where the instrumentation patch does not apply, one that does not
+build, one (on a merged side branch) that makes every "block" slower, and one
+(v4) that makes our fix patch's change itself. The third patch adds a
+program only another driver needs: regress, measuring the toy-bench driver,
+leaves it out, while the recipe's own build applies the whole series.
 Cloning, pinning, patching and building are the real ones (``upstream.build``
 with a pin; the clone reaches the toy repository through git's
 ``url.<mirror>.insteadOf``, as a machine without GitHub reaches a mirror).
@@ -17,7 +20,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+import yaml
 
+from harness import catalogue, upstream
 from harness import regress as R
 from harness.errors import HarnessError
 
@@ -58,6 +63,46 @@ diff --git a/main.go b/main.go
  func main() {
  	start := time.Now()
 """
+FIX = """Description: the toy's fix (upstream makes the same change at v4), with a regression test of ours
+Kind: fix
+Changes-measured-path: no
+Origin: fabricrepro (test double)
+Forwarded: not-needed
+
+diff --git a/fix.go b/fix.go
+--- a/fix.go
++++ b/fix.go
+@@ -1,3 +1,3 @@
+ package main
+ 
+-const fixed = false
++const fixed = true
+diff --git a/fix_test.go b/fix_test.go
+new file mode 100644
+--- /dev/null
++++ b/fix_test.go
+@@ -0,0 +1,5 @@
++package main
++
++import "testing"
++
++func TestFixed(t *testing.T) { _ = fixed }
+"""
+OTHER = """Description: a program only the other driver runs (toy instrumentation)
+Kind: instrumentation
+Changes-measured-path: no
+Origin: fabricrepro (test double)
+Forwarded: not-needed
+
+diff --git a/other/main.go b/other/main.go
+new file mode 100644
+--- /dev/null
++++ b/other/main.go
+@@ -0,0 +1,3 @@
++package main
++
++func main() {}
+"""
 URL = "https://github.com/example/toy.git"
 
 
@@ -87,7 +132,8 @@ def toy(tmp_path_factory):
         return git("rev-parse", "HEAD")
 
     git("init", "-q", "-b", "main")
-    shas = {"baseline": commit("baseline", {"main.go": MAIN, "block.go": BLOCK.replace("{ms}", "1")}, tag="v1")}
+    shas = {"baseline": commit("baseline", {"main.go": MAIN, "block.go": BLOCK.replace("{ms}", "1"),
+                                            "fix.go": "package main\n\nconst fixed = false\n"}, tag="v1")}
     shas["docs"] = commit("docs only", {"README": "toy\n"})
     shas["renamed"] = commit("rename the label", {"main.go": MAIN.replace('"toy"', '"renamed"')}, tag="v2")
     shas["broken"] = commit("restore the label, add a file that does not compile",
@@ -99,11 +145,14 @@ def toy(tmp_path_factory):
     git("checkout", "-q", "main")
     git("merge", "-q", "--no-ff", "-m", "merge the side branch", "side")
     shas["merge"] = git("rev-parse", "HEAD")
-    shas["after"] = commit("unrelated change after the merge", {"README": "toy, again\n"}, tag="v4")
+    shas["after"] = commit("unrelated change after the merge, and upstream's own fix",
+                           {"README": "toy, again\n", "fix.go": "package main\n\nconst fixed = true\n"}, tag="v4")
 
     systems = root / "systems"
     (systems / "toy" / "patches").mkdir(parents=True)
     (systems / "toy" / "patches" / "0001-label.patch").write_text(PATCH)
+    (systems / "toy" / "patches" / "0002-fix.patch").write_text(FIX)
+    (systems / "toy" / "patches" / "0003-other.patch").write_text(OTHER)
     (systems / "toy" / "upstream.yaml").write_text(f"""# TEST DOUBLE system: a toy upstream (tests/harness/test_regress_upstream.py)
 schema_version: 2
 system: toy
@@ -111,10 +160,14 @@ repository: example/toy
 commit: {shas['baseline']}
 pin_source: the toy repository's first commit
 toolchain: {{kind: go-gopath, import_path: toy.example/toy}}
-targets: {{toy: .}}
-patches: [0001-label.patch]
+targets: {{toy: ., other: ./other}}
+patches:
+  - 0001-label.patch
+  - {{patch: 0002-fix.patch, why: every driver needs the fix, applies: v1 to before v4; v4 has it}}
+  - {{patch: 0003-other.patch, needed_by: [other-bench], adds_targets: [other], why: only the other driver runs it}}
 drivers:
   toy-bench: {{playbook: toy.yml, roles: [], binaries: [], placement: {{}}}}
+  other-bench: {{playbook: toy.yml, roles: [], binaries: [], placement: {{}}}}
 """)
     return {"repo": repo, "systems": systems, "shas": shas, "builds": root / "builds", "regress": root / "regress"}
 
@@ -174,6 +227,47 @@ def test_tags_side_by_side_with_the_commits_not_measurable_and_why(doubles, toy,
     # the upstream build records the pin it was built at
     built = list((toy["builds"] / "toy").glob("*/build.json"))
     assert len(built) == 2  # v1 and v4; nothing is kept of a failed build
+
+
+def test_regress_applies_the_patches_its_driver_needs_and_records_a_fix_already_upstream(doubles, toy, tmp_path):
+    doc = run(toy, tmp_path, tags="v1,v4")
+    v1, v4 = doc["commits"]
+    skipped = {"name": "0003-other.patch", "status": "skipped",
+               "why": "not needed by driver toy-bench (needed by other-bench)"}
+    assert v1["patches"] == [{"name": "0001-label.patch", "status": "applied"},
+                             {"name": "0002-fix.patch", "status": "applied"}, skipped]
+    # v4 made the fix itself: recorded, not a failed apply; our regression test file is not added
+    assert v4["patches"] == [{"name": "0001-label.patch", "status": "applied"},
+                             {"name": "0002-fix.patch", "status": "already in upstream",
+                              "why": "it does not apply and git apply --check --reverse succeeds on the files it "
+                                     "changes (not added: fix_test.go)"}, skipped]
+    assert not doc["not_measurable"]
+    for row in (v1, v4):  # the target the skipped patch adds is not built
+        info = (toy["builds"] / "toy" / row["build_key"] / "build.json").read_text()
+        assert '"other"' not in info.split('"targets"', 1)[1].split("}", 1)[0]
+        assert not (toy["builds"] / "toy" / row["build_key"] / "bin" / "other").exists()
+    page = (tmp_path / "reports" / "toy" / "toy-bench" / "index.html").read_text()
+    assert "0002 already in upstream" in page and "0003 skipped (not needed by driver toy-bench" in page
+    assert "patches: 0001 applied; 0002 already in upstream; 0003 skipped" in R.main_summary(doc)
+
+
+def test_the_recipes_own_build_keeps_its_whole_series(doubles, toy):
+    """Without a pin (invoke build --upstream, reproduce) every patch applies, strictly, and every target builds."""
+    built = upstream.build("toy", "git", systems_dir=toy["systems"], builds=toy["builds"], log=lambda _: None)
+    assert [p["name"] for p in built.info["patches"]] == ["0001-label.patch", "0002-fix.patch", "0003-other.patch"]
+    assert all(p["status"] == "applied" for p in built.info["patch_series"])
+    assert (built.bin_dir / "other").is_file()
+
+
+def test_a_patch_note_names_drivers_and_targets_of_the_recipe(toy):
+    doc = yaml.safe_load((toy["systems"] / "toy" / "upstream.yaml").read_text())
+    doc["patches"][2]["needed_by"] = ["toy-bench", "no-such-driver"]
+    doc["patches"][2]["adds_targets"] = ["nothing"]
+    errors = catalogue.upstream_errors(doc, toy["systems"] / "toy" / "upstream.yaml")
+    assert any("patches[2].needed_by: no-such-driver not in the recipe's drivers" in e for e in errors), errors
+    assert any("patches[2].adds_targets: nothing not in the recipe's targets" in e for e in errors), errors
+    del doc["patches"][1]["why"]
+    assert catalogue.upstream_errors(doc, toy["systems"] / "toy" / "upstream.yaml")  # a note says why
 
 
 def test_bisect_crosses_unmeasurable_commits_and_descends_into_the_merge(doubles, toy, tmp_path):
