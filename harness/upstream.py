@@ -462,9 +462,10 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
                 _apply(patch, tree)
                 applied.append(patch)
                 series.append({"name": patch.name, "status": "applied"})
-            series += [{"name": p.name, "status": "skipped",
-                        "why": f"not needed by driver {pin['driver']} (needed by {', '.join(p.needed_by) or 'no driver'})"}
-                       for p in left_out]
+            for patch in left_out:
+                needed = ", ".join(patch.needed_by) or "no driver"
+                series.append({"name": patch.name, "status": "skipped",
+                               "why": f"not needed by driver {pin['driver']} (needed by {needed})"})
             modules = [_add_module(m, work / "gopath", tree) for m in recipe["toolchain"].get("modules") or []]
             env = _go_env(recipe, work)
             _write_go_wrapper(work / "tools")
