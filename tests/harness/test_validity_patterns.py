@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.deploy import role_dir
+
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = ROOT / "systems"
 FILES = sorted(SYSTEMS.glob("*/validity.yaml"))
@@ -309,7 +311,7 @@ def test_format(path: Path):
         assert isinstance(w["verifies_per_tx"], int) and w["verifies_per_tx"] > 0
         assert w["components"] and all(isinstance(c, str) for c in w["components"])
         for c in w["components"]:
-            assert (ROOT / "playbooks" / "roles" / c).is_dir(), f"work.components: no role {c}"
+            assert role_dir(c) is not None, f"work.components: no role {c}"
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
