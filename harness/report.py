@@ -337,8 +337,8 @@ def verdict_text(claim: dict) -> str:
     text = f"**{claim['verdict']}**"
     cores = claim.get("cores") or {}
     at = [m["cores"] for m in cores.get("measured") or []]
-    if cores.get("verdict") and at and cores.get("paper") not in at:
-        text += f" at {', '.join(map(str, at))} cores; at the paper's {cores['paper']}: **{cores['verdict']}**"
+    if cores.get("verdict") and at and cores.get("paper") not in at:  # the verdict shown is at the most cores
+        text += f" at {max(at)} cores; at the paper's {cores['paper']}: **{cores['verdict']}**"
     return text
 
 
@@ -420,7 +420,9 @@ def cores_blocks(experiment: dict, claims: list[dict], figure_prefix: str) -> li
         trend = cores.get("trend")
         rows.append([claim["id"], f"{cores.get('paper')} (the paper's" + (", trend)" if trend else ")"),
                      _interval_cell(trend["estimate"], trend["interval"], trend["repetitions"]) if trend else "–",
-                     f"**{cores['verdict']}**: {cores.get('why')}" if cores.get("verdict") else cores.get("why") or "–"])
+                     # the caveat is said once, under the table
+                     f"**{cores['verdict']}**: {cores['why'].replace('; ' + EXTRAPOLATION_CAVEAT, '')}"
+                     if cores.get("verdict") else cores.get("why") or "–"])
         extrapolated = extrapolated or bool(trend and trend.get("extrapolated"))
     if not rows:
         return []
@@ -428,7 +430,7 @@ def cores_blocks(experiment: dict, claims: list[dict], figure_prefix: str) -> li
             f"each process). Trend model: {TREND_MODEL}.")
     if extrapolated:
         text += f" Caveat: {EXTRAPOLATION_CAVEAT}."
-    return [("p", text), ("table", ["claim", "cores", "measured [95% CI] (n)", "verdict"], rows)] + blocks
+    return [("table", ["claim", "cores", "measured [95% CI] (n)", "verdict"], rows), ("p", text)] + blocks
 
 
 #: ``caveat``: the claim's ``comparable_on`` (what a comparison with the paper needs), beside any verdict;

@@ -146,7 +146,7 @@ def test_runs_with_other_cpus_are_other_configurations_and_the_report_draws_the_
     assert next(r for r in chosen.listed if r["run_id"] == "r1")["why"] == "another configuration: cores [1, 2], not 1"
     out = render_paper("mini", results, tmp_path / "reports", root / "papers", runs=[results / "mini/bench/r1"])
     md = (out / "report.md").read_text()
-    assert "1, 2 cores (swept)" in md and "at 1, 2 cores; at the paper's 64: **not reproduced**" in md
+    assert "1, 2 cores (swept)" in md and "**not reproduced** at 2 cores; at the paper's 64: **not reproduced**" in md
     assert "Trend model: log-linear in log2(cores)" in md and "Caveat: an extrapolation" in md
     assert (out / "figures" / "bench-cores-c1.png").stat().st_size > 1000
     assert "| c1 | 64 (the paper's, trend) |" in md
