@@ -206,11 +206,12 @@ def validate(c, file=None):
     "batches": "measure one commit this many times and report how often the test flags a change (false positives)",
     "repo": "where the commits are read (default: this repository, or a bare clone of the system's repository "
             "under build/regress/repos)",
+    "metric": "another metric of the experiment's points (default: the experiment's), e.g. one that needs no patch",
 })
 def regress(c, system, experiment, commits=None, tags=None, variant=None, repeat=5, scale="smoke", bisect=False,
-            batches=1, repo=None):
+            batches=1, repo=None, metric=None):
     """Track a metric across commits: build each once, run with repetitions, call changes by a stated test."""
     from harness.regress import main_summary, regress as run
     doc = _guard(run, system, experiment, commits, repeat=int(repeat), scale=scale, bisect=bisect,
-                 batches=int(batches), repo=repo, tags=tags, variant=variant)
+                 batches=int(batches), repo=repo, tags=tags, variant=variant, metric=metric)
     print(main_summary(doc))

@@ -470,8 +470,9 @@ def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: 
     run.save()
     values = samples(run.path, metric)
     if not values:
+        found = sorted({m for p in (run.path / "points").glob("*/summary.json") for m in read_json(p)["metrics"]})
         raise NotMeasurable(f"run {run.path.name} has no {metric} ({run.metadata.get('status')}: "
-                            f"{run.metadata.get('reason')})")
+                            f"{run.metadata.get('reason')}; its points have {', '.join(found) or 'no metric'})")
     return {"values": values, "runs": [str(run.path)], "seconds": round(time.monotonic() - started, 1),
             "lock_wait_seconds": round(started - waited, 1), "reused": False}
 
@@ -503,8 +504,12 @@ def tracked_system(system: str, experiment: dict, variant: str | None, repo: Pat
 def regress(system: str, experiment_name: str, commits: str | None = None, repeat: int = 5, scale: str = "smoke",
             bisect: bool = False, batches: int = 1, repo: Path | None = None, root: Path | None = None,
             results: Path | None = None, reports: Path | None = None, log=None, tags: str | None = None,
-            variant: str | None = None, systems_dir: Path | None = None, builds: Path | None = None) -> dict:
-    """Build and measure ``commits`` or ``tags`` (see the module docstring); write regress.json and index.html."""
+            variant: str | None = None, systems_dir: Path | None = None, builds: Path | None = None,
+            metric: str | None = None) -> dict:
+    """Build and measure ``commits`` or ``tags`` (see the module docstring); write regress.json and index.html.
+
+    ``metric``: another metric of the experiment's points than its own (its page then lives in
+    ``<experiment>--<metric>``), e.g. one the driver yields without an instrumentation patch."""
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     systems_dir = Path(systems_dir or upstream.SYSTEMS)
     choices = [REFERENCE, *upstream.systems_with_recipe(systems_dir)]
@@ -522,6 +527,9 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
     from .reproduce import REPORTS, RESULTS
     store = Path(results or RESULTS / "regress") / system
     paper, experiment = find_experiment(experiment_name)
+    chosen_metric = metric
+    if metric:  # another metric the driver yields, e.g. one that needs no instrumentation patch
+        experiment = {**experiment, "metric": metric}
     metric = experiment["metric"]
     tracked = tracked_system(system, experiment, variant, repo, root, systems_dir,
                              Path(builds or upstream.BUILDS), log)
@@ -588,7 +596,8 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
         return {**first, "against": a["sha"], "flagged": True, "changed": same_way,
                 "confirmation": {**again, "values_before": va, "values_after": vb, "runs": runs}}
 
-    out = Path(reports or REPORTS / "regress") / system / experiment["id"]
+    out = Path(reports or REPORTS / "regress") / system / (
+        experiment["id"] if not chosen_metric else f"{experiment['id']}--{chosen_metric}")
     if batches > 1:
         # One run of batches x repeat points (each point a fresh deployment), cut in order into batches:
         # one lock hold instead of one per batch on a machine others share.

@@ -251,6 +251,12 @@ def test_regress_applies_the_patches_its_driver_needs_and_records_a_fix_already_
     assert "patches: 0001 applied; 0002 already in upstream; 0003 skipped" in R.main_summary(doc)
 
 
+def test_another_metric_of_the_points_has_a_page_of_its_own(doubles, toy, tmp_path):
+    doc = run(toy, tmp_path, tags="v1,v4", metric="delivery_rate")
+    assert doc["metric"] == "delivery_rate" and doc["experiment"] == "toy-bench"
+    assert (tmp_path / "reports" / "toy" / "toy-bench--delivery_rate" / "regress.json").is_file()
+
+
 def test_the_recipes_own_build_keeps_its_whole_series(doubles, toy):
     """Without a pin (invoke build --upstream, reproduce) every patch applies, strictly, and every target builds."""
     built = upstream.build("toy", "git", systems_dir=toy["systems"], builds=toy["builds"], log=lambda _: None)
