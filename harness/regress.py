@@ -540,7 +540,8 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
     doc = {"schema_version": SCHEMA_VERSION, "system": system, "paper": paper, "experiment": experiment["id"], "metric": metric, "scale": scale,
            "repeat": repeat, "test": TEST, "alpha": ALPHA, "min_change": MIN_CHANGE, "level": LEVEL,
            "min_points": min_points(), "repo": str(repo), "repository": tracked.get("repository"),
-           "variant": tracked.get("variant"), "commits_spec": commits or f"--tags {tags}",
+           "variant": tracked.get("variant"), "metric_option": chosen_metric,
+           "commits_spec": commits or f"--tags {tags}",
            "load_average_start": os.getloadavg(), "cores": os.cpu_count(), "commits": []}
 
     by_key = {}  # commits with one key built identical binaries: one sample (or one reason) serves them all
@@ -780,7 +781,9 @@ def _false_positive_text(doc: dict) -> str:
                 f"{fp['measured_at']}.")
     return (f"False-positive rate of this test for {doc['system']} / {doc['experiment']}: not measured yet "
             f"(<code>invoke regress --system {doc['system']} --experiment {doc['paper']}:{doc['experiment']} "
-            f"--commits &lt;commit&gt; --batches 4</code>).")
+            + (f"--variant {doc['variant']} " if doc.get("variant") else "")
+            + (f"--metric {doc['metric']} " if doc.get("metric_option") else "")
+            + "--commits &lt;commit&gt; --batches 4</code>).")
 
 
 def _patches_text(row: dict, why: bool = False) -> str:

@@ -254,7 +254,8 @@ def test_regress_applies_the_patches_its_driver_needs_and_records_a_fix_already_
 def test_another_metric_of_the_points_has_a_page_of_its_own(doubles, toy, tmp_path):
     doc = run(toy, tmp_path, tags="v1,v4", metric="delivery_rate")
     assert doc["metric"] == "delivery_rate" and doc["experiment"] == "toy-bench"
-    assert (tmp_path / "reports" / "toy" / "toy-bench--delivery_rate" / "regress.json").is_file()
+    page = (tmp_path / "reports" / "toy" / "toy-bench--delivery_rate" / "index.html").read_text()
+    assert "--variant toy --metric delivery_rate --commits &lt;commit&gt; --batches 4" in page
 
 
 def test_the_recipes_own_build_keeps_its_whole_series(doubles, toy):
