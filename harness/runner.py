@@ -160,11 +160,11 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
                        validity.fatal_patterns(point.system, systems_dir or validity.SYSTEMS),
                        deadline_s=timeout + TEARDOWN_TIMEOUT_S + 60)
 
-    def follow(phases: PlaybookPhases, watched: bool):
+    def follow(phases: PlaybookPhases, with_watch: bool):
         def poll():
             if progress:
                 progress.phase(point.id, phases.update())
-            if watched:
+            if with_watch:
                 watch.check()
         return poll
 
@@ -174,6 +174,7 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
         watch.start()
         run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=timeout,
                      poll=follow(PlaybookPhases(logs / "ansible-run.log", hosts), True))
+        watch.check()  # a component that failed in the playbook's last half second
     except WatchFailure as e:
         watched = e
     except HarnessError as e:

@@ -74,9 +74,10 @@ class PointWatch:
             if result.get("component"):
                 return WatchFailure(str(result["msg"]), host, result["component"], result.get("log"),
                                     result.get("line"))
-            what = "unreachable" if result.get("unreachable") else "failed"
-            return WatchFailure(f"the point's watcher {what} on host {host}: {task_reason(result)}", host,
-                                None, None, None)
+            message = (f"host {host} unreachable (seen by the point's watcher): {task_reason(result)}"
+                       if result.get("unreachable") else
+                       f"the point's watcher failed on host {host}: {task_reason(result)}")
+            return WatchFailure(message, host, None, None, None)
         return None
 
     def check(self) -> None:
