@@ -470,9 +470,12 @@ def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: 
     run.save()
     values = samples(run.path, metric)
     if not values:
-        found = sorted({m for p in (run.path / "points").glob("*/summary.json") for m in read_json(p)["metrics"]})
+        points = [read_json(p) for p in sorted((run.path / "points").glob("*/summary.json"))]
+        found = sorted({m for point in points for m in point["metrics"]})
+        failed = next((point for point in points if point.get("status") != "complete"), None)
         raise NotMeasurable(f"run {run.path.name} has no {metric} ({run.metadata.get('status')}: "
-                            f"{run.metadata.get('reason')}; its points have {', '.join(found) or 'no metric'})")
+                            f"{run.metadata.get('reason')}; its points have {', '.join(found) or 'no metric'})"
+                            + (f"; point {failed['point']}: {failed.get('reason')}" if failed else ""))
     return {"values": values, "runs": [str(run.path)], "seconds": round(time.monotonic() - started, 1),
             "lock_wait_seconds": round(started - waited, 1), "reused": False}
 
