@@ -106,7 +106,7 @@ def run_reference_point(tmp_path: Path):
         layout.setdefault(role, []).append(component)
     provider = LocalProvider(work_root=tmp_path / "work", bin_dir=REPO_ROOT / "bin")
     inventory = provider.inventory(tmp_path / "inventory.yml", groups_of(layout, {r: "localhost" for r in layout}))
-    point = SimpleNamespace(id="p000", parameters={
+    point = SimpleNamespace(id="p000", system="fabric-1.2", parameters={
         "transactions": BLOCKS * BLOCK_SIZE, "block_size": BLOCK_SIZE, "point_timeout_s": 300, "payload_bytes": 0,
         "seed": 1, "batch_timeout_ms": 2000, "rate_tps": 0, "loadgen_streams": 4, **MUTATIONS})
     point_dir = tmp_path / "run" / "points" / point.id
