@@ -244,6 +244,7 @@ def tool_problems(provider_name: str, layout: dict[str, list[str]], delayed_link
                                    "prometheus": ["the per-host metrics"]}
     if provider_name in ("local", "netns"):
         needs["prometheus-node-exporter"] = ["the per-host metrics"]
+        needs["bash"] = ["the process role (its wrapper records each server's exit for the watcher)"]
         for components in layout.values():
             for c in components:
                 for t in role_preflight(c).get("tools") or []:
