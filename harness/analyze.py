@@ -126,10 +126,22 @@ def aggregate(runs: dict[str, list[dict]]) -> list[dict]:
     return out
 
 
+def is_range(wanted) -> bool:
+    """Whether a claim's parameter value is a range (``{min: A, max: B}``, either end optional)."""
+    return isinstance(wanted, dict) and bool(wanted) and set(wanted) <= {"min", "max"}
+
+
+def param_matches(value, wanted) -> bool:
+    """Whether a point's parameter ``value`` is what a claim asks for: inside a range (ends included), else equal."""
+    if is_range(wanted):
+        return value is not None and wanted.get("min", value) <= value <= wanted.get("max", value)
+    return value == wanted
+
+
 def _matches(group: dict, variant: str, params: dict | None) -> bool:
     if group["variant"] != variant:
         return False
-    return all(group["sweep"].get(k) == v for k, v in (params or {}).items() if k in group["sweep"])
+    return all(param_matches(group["sweep"].get(k), v) for k, v in (params or {}).items() if k in group["sweep"])
 
 
 def claim_band(claim: dict) -> tuple[float, float, str]:
@@ -173,7 +185,9 @@ def _side(claim: dict, side: str | None, experiment: dict, groups: list[dict], c
             reps = {(run, rep): v for run, rep, v in (g["metrics"].get(name) or {}).get("repetitions") or []
                     if v is not None}
             if reps:
-                values[tuple(sorted((k, v) for k, v in g["sweep"].items() if k not in params))] = reps
+                # a ranged parameter keeps its values apart: the claim must hold at each of them
+                values[tuple(sorted((k, v) for k, v in g["sweep"].items()
+                                    if k not in params or is_range(params[k])))] = reps
     if not values:
         return None, f"no {name} measured for {variant!r}" + (f" at {params}" if params else ""), None
     return values, None, note
