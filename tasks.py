@@ -10,7 +10,7 @@ from harness.tools import ensure_go_bin_on_path
 ensure_go_bin_on_path()
 
 #: This file's tasks (a bare word after a task name that is one of these starts the next task).
-TASKS = ("setup", "build", "test", "reproduce", "report", "runs", "validate", "regress")
+TASKS = ("setup", "build", "test", "reproduce", "report", "export", "runs", "validate", "regress")
 
 
 def _given_positionally(task_name: str, argv: list[str] | None = None) -> bool:
@@ -157,6 +157,25 @@ def report(c, paper=None, run=None, since=None):
         raise Exit("error: give the paper (--paper " + "|".join(_papers()) + ")", code=1)
     out = _guard(render_paper, paper, results=RESULTS, reports=REPORTS, runs=run or None, since=since)
     print(f"report: {out / 'report.md'} and {out / 'report.html'}")
+
+
+@task(positional=_positional("export", "paper"), iterable=["run"],
+      help={"paper": "paper id",
+            "run": "export only these run directories (repeat --run for several); default: every complete run",
+            "since": "only runs started at or after this UTC date or time (2025-01-31 or 2025-01-31T12:00:00Z)",
+            "out": "folder for the tables (default: reports/<paper>/export)"})
+def export(c, paper=None, run=None, since=None, out=None):
+    """Write the measurements the report pools and the claims with their verdicts as parquet and CSV
+    (docs/results-format.md, "Export"): enough to recompute every verdict with pandas."""
+    from harness.export import export_paper
+    from harness.reproduce import REPORTS, RESULTS
+    if not paper:
+        raise Exit("error: give the paper (--paper " + "|".join(_papers()) + ")", code=1)
+    _known_paper(paper)
+    folder = out or REPORTS / paper / "export"
+    tables = _guard(export_paper, paper, results=RESULTS, out=folder, runs=run or None, since=since)
+    print(f"export: {len(tables['measurements'])} measurements and {len(tables['claims'])} claims in {folder}/"
+          "{measurements,claims}.{parquet,csv}")
 
 
 @task(help={"paper": "only this paper's runs"})

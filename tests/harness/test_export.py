@@ -1,0 +1,123 @@
+"""Open data (issue 23, item 7): ``invoke export`` writes the pooled measurements and the claims, and the
+pandas snippet of docs/results-format.md ("Export") recomputes every verdict and interval from them.
+
+The run store is made of TEST DOUBLES of runs (tests/harness/test_pooling.py ``make_run``): run
+directories of the fixture paper ``mini`` written directly. Nothing is deployed.
+"""
+
+import contextlib
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from harness.collect import read_table
+from harness.errors import HarnessError
+from harness.export import CLAIM_COLUMNS, MEASUREMENT_COLUMNS, export_paper
+from harness.rundir import write_json
+from tests.harness.test_pooling import make_run
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "results-format.md"
+
+#: Claims beside mini's own, one of each way a claim is computed (the catalogue's schema admits them).
+MORE_CLAIMS = [
+    {"id": "mean-ratio", "statement": "Quick is 1.2x slow over the sweep", "compare": "ratio",
+     "numerator": {"variant": "quick"}, "denominator": {"variant": "slow"}, "metric": "throughput_tps",
+     "aggregate": "mean_over_sweep", "expected": 1.2, "tolerance": {"relative": 0.2}},
+    {"id": "each-ratio", "statement": "Quick beats slow at every timeout", "compare": "ratio",
+     "numerator": {"variant": "quick"}, "denominator": {"variant": "slow"}, "metric": "throughput_tps",
+     "expected": 1.0, "tolerance": {"relative": 0.05}, "bound": "lower", "every_point": {"lower": 1.0}},
+    {"id": "peak-ratio", "statement": "Quick's peak is twice slow's", "compare": "ratio",
+     "numerator": {"variant": "quick"}, "denominator": {"variant": "slow"}, "metric": "throughput_tps",
+     "aggregate": "max_over_sweep", "expected": 2.0, "tolerance": {"relative": 0.1}},
+    {"id": "slowest", "statement": "Slow never drops below 950 tx/s", "compare": "absolute", "variant": "slow",
+     "metric": "throughput_tps", "aggregate": "min_over_sweep", "expected": 950, "tolerance": {"absolute": 1},
+     "bound": "lower"},
+]
+
+
+@pytest.fixture
+def store(root, tmp_path):
+    """Two complete runs of mini/bench at the paper's scale and cores, and an interrupted newer one."""
+    paper_file = root / "papers" / "mini.yaml"
+    paper = yaml.safe_load(paper_file.read_text())
+    paper["paper"]["hardware"]["cores"] = 2  # so that the absolute claims are comparable here
+    paper["experiments"][0]["claims"] += MORE_CLAIMS
+    paper_file.write_text(yaml.safe_dump(paper, sort_keys=False))
+    results = tmp_path / "results"
+    speeds = [({("quick", 100): [1200, 1260, 1150], ("slow", 100): [1000, 1010, 990],
+                ("quick", 200): [1100, 1150, 1120], ("slow", 200): [980, 1000, 1020]}, "2026-01-01T00:00:00Z"),
+              ({("quick", 100): [1230, 1190, 1210], ("slow", 100): [1005, 995, 1000],
+                ("quick", 200): [1130, 1090, 1140], ("slow", 200): [990, 1010, 1000]}, "2026-01-02T00:00:00Z")]
+    for i, (tps, started) in enumerate(speeds, 1):
+        run = make_run(results, root, f"2026010{i}T000000Z-aaaaaaa", tps, started=started)
+        write_json(run.path / "metadata.json", {**run.metadata, "scale": "paper"})
+    make_run(results, root, "20260103T000000Z-aaaaaaa", {("quick", 100): [3000], ("slow", 100): [1000]},
+             status="interrupted", started="2026-01-03T00:00:00Z", reps=1)
+    return results
+
+
+def snippet() -> str:
+    """The first Python block of the "Export" section of docs/results-format.md."""
+    section = DOC.read_text(encoding="utf-8").split("\n## Export\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_export_writes_every_pooled_measurement_and_claim_as_parquet_and_csv(root, store, tmp_path):
+    out = tmp_path / "export"
+    tables = export_paper("mini", store, out, root / "papers")
+    m = read_table(out / "measurements.parquet")
+    assert list(m.columns) == list(MEASUREMENT_COLUMNS)
+    assert list(read_table(out / "claims.parquet").columns) == list(CLAIM_COLUMNS)
+    assert len(pd.read_csv(out / "measurements.csv")) == len(m) == len(tables["measurements"])
+    # the two complete runs only: 2 runs x 2 variants x 2 timeouts x 3 repetitions, every metric of each
+    assert sorted(m.run_id.unique()) == ["20260101T000000Z-aaaaaaa", "20260102T000000Z-aaaaaaa"]
+    tps = m[m.metric == "throughput_tps"]
+    assert len(tps) == 24 and set(tps.unit) == {"tx/s"} and 3000 not in set(tps.value)
+    row = tps.iloc[0]
+    assert row.build_kind == "reference" and row.commit == "a" * 40 and row.scale == "paper"
+    assert row.host_cores == 2 and row.cpu_model == "Test CPU" and json.loads(row.sweep) in (
+        {"batch_timeout_ms": 100}, {"batch_timeout_ms": 200})
+    claims = tables["claims"].set_index("claim")
+    assert claims.loc["c2", "verdict"] == "not comparable"
+    assert json.loads(claims.loc["c1", "sides"])["numerator"] == {"variant": "quick", "params": {"batch_timeout_ms": 100}}
+    assert claims.loc["c1", "n"] == 6 and json.loads(claims.loc["c1", "runs"]) == sorted(m.run_id.unique())
+
+
+def test_the_documented_snippet_recomputes_every_verdict_and_interval(root, store, tmp_path, monkeypatch):
+    out = tmp_path / "reports" / "mini" / "export"
+    claims = export_paper("mini", store, out, root / "papers")["claims"]
+    monkeypatch.chdir(tmp_path)  # the snippet reads reports/mini/export, relative
+    namespace = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(snippet(), str(DOC), "exec"), namespace)
+    recomputed = namespace["recomputed"].set_index("claim")
+    judged = claims[claims.verdict != "not comparable"].set_index("claim")
+    assert set(recomputed.index) == set(judged.index) == {"c1", "c3", *(c["id"] for c in MORE_CLAIMS)}
+    # every way of computing a claim, and more than one verdict, are exercised
+    assert {"reproduced", "not reproduced"} <= set(judged.verdict)
+    close = lambda a, b: math.isclose(a, b, rel_tol=2e-5)  # the harness rounds to 6 significant digits
+    for claim, row in judged.iterrows():
+        assert recomputed.loc[claim, "verdict"] == row.verdict, claim
+        estimates = recomputed.loc[claim, "estimates"]
+        if pd.isna(row.intervals):
+            expected = [(row.measured, (row.interval_low, row.interval_high))]
+        else:
+            each = json.loads(row.intervals)
+            expected = list(zip(each["measured"], [tuple(i) for i in each["intervals"]]))
+        assert len(estimates) == len(expected), claim
+        for (value, interval), (want, want_interval) in zip(estimates, expected):
+            assert close(value, want) and close(interval[0], want_interval[0]) and close(interval[1], want_interval[1]), \
+                (claim, value, interval, want, want_interval)
+
+
+def test_export_refuses_a_paper_without_runs_and_a_run_of_another_paper(root, store, tmp_path):
+    with pytest.raises(HarnessError, match="no stored runs"):
+        export_paper("mini", tmp_path / "empty", tmp_path / "out", root / "papers")
+    with pytest.raises(HarnessError, match="not a run directory"):
+        export_paper("mini", store, tmp_path / "out", root / "papers", runs=[tmp_path])
