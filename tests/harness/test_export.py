@@ -92,11 +92,7 @@ def test_export_writes_every_pooled_measurement_and_claim_as_parquet_and_csv(roo
 def test_the_documented_snippet_recomputes_every_verdict_and_interval(root, store, tmp_path, monkeypatch):
     out = tmp_path / "reports" / "mini" / "export"
     claims = export_paper("mini", store, out, root / "papers")["claims"]
-    monkeypatch.chdir(tmp_path)  # the snippet reads reports/mini/export, relative
-    namespace = {}
-    with contextlib.redirect_stdout(io.StringIO()):
-        exec(compile(snippet(), str(DOC), "exec"), namespace)
-    recomputed = namespace["recomputed"].set_index("claim")
+    recomputed = _recompute(out, tmp_path, monkeypatch)
     judged = claims[claims.verdict != "not comparable"].set_index("claim")
     assert set(recomputed.index) == set(judged.index) == {"c1", "c3", *(c["id"] for c in MORE_CLAIMS)}
     # every way of computing a claim, and more than one verdict, are exercised
@@ -114,6 +110,32 @@ def test_the_documented_snippet_recomputes_every_verdict_and_interval(root, stor
         for (value, interval), (want, want_interval) in zip(estimates, expected):
             assert close(value, want) and close(interval[0], want_interval[0]) and close(interval[1], want_interval[1]), \
                 (claim, value, interval, want, want_interval)
+
+
+def _recompute(export_dir: Path, cwd: Path, monkeypatch) -> pd.DataFrame:
+    """The documented snippet's ``recomputed`` table, run from ``cwd`` on the export in ``export_dir``."""
+    monkeypatch.chdir(cwd)
+    namespace = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(snippet().replace('"reports/mini/export"', repr(str(export_dir))), str(DOC), "exec"), namespace)
+    return namespace["recomputed"].set_index("claim")
+
+
+def test_the_snippet_judges_a_cores_sweep_at_the_most_cores(root, tmp_path, monkeypatch):
+    """Points sweeping ``cpus`` (1 and 2; here in place of the timeouts): the harness's verdict is the one
+    at 2 cores, where quick is 1.2x slow (at 1 core they are equal)."""
+    results = tmp_path / "results"
+    run = make_run(results, root, "r1", {("quick", 1): [1000, 1010, 990], ("slow", 1): [1000, 1000, 1005],
+                                         ("quick", 2): [1200, 1210, 1190], ("slow", 2): [1000, 990, 1010]})
+    for point_json in sorted((run.path / "points").glob("*/point.json")):
+        point = json.loads(point_json.read_text())
+        cpus = point["sweep"].pop("batch_timeout_ms")
+        write_json(point_json, {**point, "sweep": {"cpus": cpus}, "parameters": {"block_size": 10, "cpus": cpus}})
+    claims = export_paper("mini", results, tmp_path / "export", root / "papers")["claims"].set_index("claim")
+    assert claims.loc["c1", "verdict"] == "not reproduced" and claims.loc["c1", "measured"] > 1.15
+    recomputed = _recompute(tmp_path / "export", tmp_path, monkeypatch)
+    assert recomputed.loc["c1", "verdict"] == "not reproduced"
+    assert math.isclose(recomputed.loc["c1", "estimates"][0][0], claims.loc["c1", "measured"], rel_tol=2e-5)
 
 
 def test_export_refuses_a_paper_without_runs_and_a_run_of_another_paper(root, store, tmp_path):
