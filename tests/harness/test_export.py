@@ -85,7 +85,8 @@ def test_export_writes_every_pooled_measurement_and_claim_as_parquet_and_csv(roo
         {"batch_timeout_ms": 100}, {"batch_timeout_ms": 200})
     claims = tables["claims"].set_index("claim")
     assert claims.loc["c2", "verdict"] == "not comparable"
-    assert json.loads(claims.loc["c1", "sides"])["numerator"] == {"variant": "quick", "params": {"batch_timeout_ms": 100}}
+    numerator = json.loads(claims.loc["c1", "sides"])["numerator"]
+    assert numerator == {"variant": "quick", "params": {"batch_timeout_ms": 100}}
     assert claims.loc["c1", "n"] == 6 and json.loads(claims.loc["c1", "runs"]) == sorted(m.run_id.unique())
 
 
@@ -108,7 +109,7 @@ def test_the_documented_snippet_recomputes_every_verdict_and_interval(root, stor
             expected = list(zip(each["measured"], [tuple(i) for i in each["intervals"]]))
         assert len(estimates) == len(expected), claim
         for (value, interval), (want, want_interval) in zip(estimates, expected):
-            assert close(value, want) and close(interval[0], want_interval[0]) and close(interval[1], want_interval[1]), \
+            assert close(value, want) and all(map(close, interval, want_interval)), \
                 (claim, value, interval, want, want_interval)
 
 
