@@ -131,10 +131,18 @@ def is_range(wanted) -> bool:
     return isinstance(wanted, dict) and bool(wanted) and set(wanted) <= {"min", "max"}
 
 
+def names_several(wanted) -> bool:
+    """Whether a claim's parameter value stands for several values: a range or a list (docs/catalogue.md)."""
+    return is_range(wanted) or isinstance(wanted, list)
+
+
 def param_matches(value, wanted) -> bool:
-    """Whether a point's parameter ``value`` is what a claim asks for: inside a range (ends included), else equal."""
+    """Whether a point's parameter ``value`` is what a claim asks for: inside a range (ends included), one
+    of a list, else equal."""
     if is_range(wanted):
         return value is not None and wanted.get("min", value) <= value <= wanted.get("max", value)
+    if isinstance(wanted, list):
+        return value in wanted
     return value == wanted
 
 
@@ -185,9 +193,9 @@ def _side(claim: dict, side: str | None, experiment: dict, groups: list[dict], c
             reps = {(run, rep): v for run, rep, v in (g["metrics"].get(name) or {}).get("repetitions") or []
                     if v is not None}
             if reps:
-                # a ranged parameter keeps its values apart: the claim must hold at each of them
+                # a parameter given as a range or list keeps its values apart: the claim must hold at each
                 values[tuple(sorted((k, v) for k, v in g["sweep"].items()
-                                    if k not in params or is_range(params[k])))] = reps
+                                    if k not in params or names_several(params[k])))] = reps
     if not values:
         return None, f"no {name} measured for {variant!r}" + (f" at {params}" if params else ""), None
     return values, None, note

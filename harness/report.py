@@ -574,6 +574,13 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     return blocks + figures
 
 
+def load_text(load: dict | None) -> str:
+    """A point's load average at its start and end (``load_average_1min`` of its summary), "–" before the record."""
+    if not load:
+        return "–"
+    return f"{fmt(load.get('start'))} → {fmt(load.get('end'))}"
+
+
 def validity_blocks(runs: list) -> list[tuple]:
     """Per point of each run: where its valid count comes from and what that says, the log patterns it
     matched, and the work check (harness/validity.py, docs/validity.md). A ``run`` column where several
@@ -600,16 +607,20 @@ def validity_blocks(runs: list) -> list[tuple]:
                      ", ".join(f"{k} {n}" for k, n in invalid.items()) or "none",
                      ", ".join(f"{k} {n}" for k, n in sorted(logs.items())) or "none",
                      work_text + (f"; mutations {mutations['invalid_as_planned']} invalid as planned"
-                                  if mutations else "")])
+                                  if mutations else ""),
+                     load_text(s.get("load_average_1min"))])
     if not rows:
         return []
     return [("p", "**Validity** (docs/validity.md): each point's valid count is checked against the ledger's own "
                   "codes (the kept block files, else the per-transaction codes the point recorded), its logs "
                   "against its system's patterns (`systems/<system>/validity.yaml`), and the CPU of its timed "
                   "section against the signature verifications the paper says each transaction needs, at this "
-                  "run's measured cost of one verification. A point failing any of them is failed and left out."),
+                  "run's measured cost of one verification. A point failing any of them is failed and left out. "
+                  "The load column is the controller's 1-minute load average when the point started and ended "
+                  "(on local and netns hosts, the hosts' too): a load above the machine's cores means the "
+                  "point shared its CPUs with other work."),
             ("table", (["run"] if several else []) + ["point", "status", "valid count from", "valid (ledger)", "invalid (ledger codes)",
-                       "log patterns matched", "work check"], rows)]
+                       "log patterns matched", "work check", "load (1 min): start → end"], rows)]
 
 
 def conditions_blocks(experiment: dict, resolved: dict, deviations: bool = True) -> list[tuple]:

@@ -29,6 +29,7 @@ as ``partial_metrics``), and the point gets a ``summary.json`` saying how it end
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 
@@ -127,6 +128,12 @@ def inventory_hosts(inventory: Path) -> dict[str, list[str]]:
     return {group: sorted((body or {}).get("hosts") or {}) for group, body in children.items()}
 
 
+def controller_load_1min() -> float:
+    """The controller's 1-minute load average (/proc/loadavg): a point's neighbours on a shared machine
+    (local and netns hosts share the controller's kernel, so it is theirs too)."""
+    return round(os.getloadavg()[0], 2)
+
+
 def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,
               bin_dir: Path, upstream_dir: Path | None = None, companion_dirs: dict | None = None,
               systems_dir: Path | None = None, progress: Progress | None = None) -> dict:
@@ -169,6 +176,7 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
         return poll
 
     started = time.monotonic()
+    load_at_start = controller_load_1min()
     status, reason, log, interrupted, watched = "complete", None, None, None, None
     try:
         watch.start()
@@ -198,6 +206,7 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
                 status, reason, log = "failed", f"teardown: {e.args[0]}", e.log
         convert_point(point_dir)
     extra = {"duration_s": round(time.monotonic() - started, 3), "log": log,
+             "load_average_1min": {"start": load_at_start, "end": controller_load_1min(), "where": "controller"},
              **({"watch": watched.record()} if watched else {})}
     summary = analyze.point_summary(point_dir, point.to_dict(), status, reason, extra)
     if interrupted:
