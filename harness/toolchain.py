@@ -24,7 +24,7 @@ APT_PACKAGES = ["protobuf-compiler", "libprotobuf-dev", "prometheus", "prometheu
                 "python3-yaml",
                 # the BFT-SMaRt ordering service's Java nodes and frontends, built with Ant (systems/bftsmart-orderer)
                 "openjdk-17-jdk-headless", "ant",
-                # the report's browser check loads the rendered HTML in headless Chromium (tests/harness/test_report_browser.py)
+                # the report's browser check: headless Chromium loads the rendered HTML (test_report_browser.py)
                 "chromium",
                 # Fabric v0.6.1's state database, RocksDB, and its compression libraries (systems/fujitsu-api)
                 "librocksdb-dev", "libsnappy-dev", "liblz4-dev", "libzstd-dev", "libbz2-dev", "zlib1g-dev",
