@@ -64,13 +64,6 @@ def tables() -> dict[str, Table]:
     return out
 
 
-def _parsers(name: str) -> list:
-    """The systems' parsers of table ``name`` from their programs' logs. A system may parse one of the
-    core's tables (FastFabric's second deliver client's ``deliveries``): its rows join the CSVs'."""
-    table = systems.tables().get(name)
-    return [table.parse] if table is not None and table.parse is not None else []
-
-
 def read_csv(path: Path, table: str) -> pd.DataFrame:
     """Read one raw CSV of ``table``, checking its header against the contract."""
     spec = tables()[table]
@@ -107,6 +100,9 @@ def convert_point(point_dir: Path) -> list[str]:
     """
     point_dir = Path(point_dir)
     written = []
+    # The systems' parsers of tables from their programs' logs. A system may parse one of the core's
+    # tables (FastFabric's second deliver client's ``deliveries``): its rows join the CSVs'.
+    parsers = {name: t.parse for name, t in systems.tables().items() if t.parse is not None}
     for table in tables().values():
         frames = []
         for csv in sorted(point_dir.glob(f"raw/*/{table.name}.csv")) if table.columns else []:
@@ -115,7 +111,8 @@ def convert_point(point_dir: Path) -> list[str]:
             df = read_csv(csv, table.name)
             df.insert(0, "host", csv.parent.name)
             frames.append(df)
-        frames += [df for parse in _parsers(table.name) if (df := parse(point_dir)) is not None]
+        if table.name in parsers and (df := parsers[table.name](point_dir)) is not None:
+            frames.append(df)
         if frames:
             write_table(pd.concat(frames, ignore_index=True), point_dir / f"{table.name}.parquet", table.name)
             written.append(table.name)

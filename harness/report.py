@@ -98,7 +98,8 @@ def draw_figure(experiment: dict, summary: dict | None, build: str = "") -> byte
     x = axes.get("x") or "variant"
     variants = [v["id"] for v in experiment.get("variants") or []]
     labels = {v["id"]: v.get("label", v["id"]) for v in experiment.get("variants") or []}
-    unit = all_metrics()[metric].unit if metric in all_metrics() else ""
+    known = all_metrics().get(metric)
+    unit = known.unit if known else ""
     with plt.rc_context(FIGURE_RC):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if x == "variant":
