@@ -26,7 +26,7 @@ import math
 import statistics
 from pathlib import Path
 
-from . import SCHEMA_VERSION, stats, validity
+from . import SCHEMA_VERSION, stats, timing, validity
 from .collect import load_measured, load_point
 from .errors import HarnessError
 from .metrics import all_metrics, compute_all
@@ -68,6 +68,8 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
         valid, invalid_reason = False, f"load generator lagged {lag} ms behind its schedule (limit {limit} ms)"
     # A point that did not complete carries no measurement: what its tables allow is kept apart, flagged partial.
     extra = {k: v for k, v in (extra or {}).items() if k not in ("partial", "partial_metrics")}
+    if "timing" in extra:
+        extra["timing"] = timing.with_window(extra["timing"], timing.measured_window_s(tables))
     partial = {} if status == "complete" else {"partial": True, "partial_metrics": metrics}
     if partial:
         metrics = {}

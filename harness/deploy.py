@@ -20,6 +20,7 @@ from typing import Callable
 
 from . import REPO_ROOT
 from .errors import HarnessError
+from .timing import timings_path
 from .tools import require_tool
 
 PLAYBOOKS = REPO_ROOT / "playbooks"
@@ -145,7 +146,8 @@ def _failure_text(log: Path) -> str:
 
 def start_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,
                    tags: list[str] | None = None) -> subprocess.Popen:
-    """Start ``playbook`` (``playbook_path``) with ``variables`` as extra vars, its output appended to ``log``.
+    """Start ``playbook`` (``playbook_path``) with ``variables`` as extra vars, its output appended to ``log``,
+    each task's start to ``timing.timings_path(log)`` (read by ``timing.playbook_times``).
 
     It runs in its own session, so a Ctrl-C at the terminal reaches only the
     harness; stop it with ``stop_playbook``.
@@ -158,11 +160,14 @@ def start_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *
     cmd = [exe, "-i", str(inventory), str(playbook_path(playbook)), "-e", f"@{vars_file}"]
     if tags:
         cmd += ["--tags", ",".join(tags)]
+    timings = timings_path(log)
+    timings.unlink(missing_ok=True)
     with open(log, "a", encoding="utf-8") as out:
         out.write("$ " + " ".join(cmd) + "\n")
         out.flush()
         return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=ansible_env(), cwd=PLAYBOOKS, start_new_session=True)
+                                env={**ansible_env(), "FABRICREPRO_TIMINGS": str(timings)}, cwd=PLAYBOOKS,
+                                start_new_session=True)
 
 
 #: Seconds between two calls of ``run_playbook``'s ``poll`` while the playbook runs.

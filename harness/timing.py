@@ -1,0 +1,103 @@
+"""Where a point's wall time goes: per play and per role of its playbooks, beside its measured window.
+
+The harness's Ansible callback (playbooks/callback_plugins/fabricrepro_progress.py)
+appends one JSON line per started play and task to ``<playbook log>.timings.jsonl``.
+A task lasts until the next one starts (the last until the playbook exits), so
+the times of one playbook add up to its wall time: Ansible's own start-up before
+its first play, then each play. A task of a helper role (the process role that
+starts and stops components) counts for the role that included it, as the
+progress line shows it (harness/progress.py).
+
+The measured window is what the point's tables say was measured: from the first
+measured block's arrival at the committer to the last one's commit. A point's
+``timing`` in ``summary.json`` (docs/results-format.md) puts the two side by side.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from .metrics import NS_PER_S, data_blocks
+from .progress import HELPER_ROLES
+
+
+def timings_path(log: Path) -> Path:
+    """The file the callback writes a playbook's task starts to, beside the playbook's log."""
+    return Path(log).with_suffix(".timings.jsonl")
+
+
+def read_starts(path: Path) -> list[dict]:
+    """The callback's lines of one playbook run, in order (none when it wrote none)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:  # a line cut by a kill mid-write
+            continue
+    return out
+
+
+def _r(seconds: float) -> float:
+    return round(max(seconds, 0.0), 2)
+
+
+def playbook_times(path: Path, started: float, ended: float) -> dict:
+    """One playbook run's wall time (``started``/``ended``: wall clock around ansible-playbook) split into
+    ``startup_s`` (before its first play), ``plays`` (``[{play, s}]`` in order; a play run twice is
+    listed twice) and ``roles`` (``{role: s}``, tasks outside a role not included)."""
+    starts = read_starts(path)
+    out = {"wall_s": _r(ended - started), "startup_s": _r((starts[0]["t"] if starts else ended) - started),
+           "plays": [], "roles": {}}
+    role_of_play = None
+    for i, start in enumerate(starts):
+        end = starts[i + 1]["t"] if i + 1 < len(starts) else ended
+        seconds = max(end - start["t"], 0.0)
+        if start.get("task") is None:  # a play starts
+            out["plays"].append({"play": start["play"], "s": seconds})
+            role_of_play = None
+            continue
+        if not out["plays"]:
+            out["plays"].append({"play": start.get("play", ""), "s": 0.0})
+        out["plays"][-1]["s"] += seconds
+        role = start.get("role")
+        if role in HELPER_ROLES and role_of_play:
+            role = role_of_play
+        if role:
+            role_of_play = role
+            out["roles"][role] = out["roles"].get(role, 0.0) + seconds
+    out["plays"] = [{"play": p["play"], "s": _r(p["s"])} for p in out["plays"]]
+    out["roles"] = {role: _r(s) for role, s in sorted(out["roles"].items(), key=lambda kv: -kv[1])}
+    return out
+
+
+def measured_window_s(tables: dict[str, pd.DataFrame]) -> float | None:
+    """Seconds from the first measured block's arrival at the committer to the last one's commit
+    (None when the point's tables hold no timed block)."""
+    blocks = tables.get("blocks")
+    if blocks is None or blocks.empty or not {"received_ns", "committed_ns"} <= set(blocks.columns):
+        return None
+    b = data_blocks(blocks)
+    if b.empty:
+        return None
+    span = (b["committed_ns"].max() - b["received_ns"].min()) / NS_PER_S
+    return round(float(span), 3) if span > 0 else None
+
+
+def point_timing(wall_s: float, playbooks: dict[str, dict], collect_s: float) -> dict:
+    """A point's ``timing``: its wall time, each playbook's split (``run``, ``teardown``) and the
+    controller's conversion of raw files (``collect_s``); ``with_window`` adds the measured window."""
+    return {"wall_s": _r(wall_s), "collect_s": _r(collect_s), **playbooks}
+
+
+def with_window(timing: dict, window_s: float | None) -> dict:
+    """``timing`` with the point's measured window and its wall time over that window."""
+    return {"wall_s": timing["wall_s"], "measured_window_s": window_s,
+            "wall_over_window": round(timing["wall_s"] / window_s, 1) if window_s else None,
+            **{k: v for k, v in timing.items() if k != "wall_s"}}

@@ -1,0 +1,79 @@
+"""A point's timing (harness/timing.py): the callback's task starts split into plays and roles, and the
+measured window they are compared with."""
+
+import json
+import subprocess
+import sys
+
+import time
+
+import pandas as pd
+
+from harness import deploy, timing
+from harness.tools import require_tool
+
+
+def _lines(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_plays_and_roles_add_up_to_the_wall_time(tmp_path):
+    path = tmp_path / "ansible-run.timings.jsonl"
+    _lines(path, [
+        {"t": 102.0, "play": "Start Kafka", "role": None, "task": None},
+        {"t": 102.5, "play": "Start Kafka", "role": "kafka", "task": "Write the config"},
+        {"t": 103.0, "play": "Start Kafka", "role": "process", "task": "Start kafka in the background"},
+        {"t": 110.0, "play": "Start Kafka", "role": "kafka", "task": "Wait until each broker listens"},
+        {"t": 115.0, "play": "Wait", "role": None, "task": None},
+        {"t": 115.0, "play": "Wait", "role": None, "task": "Wait for the block watcher"},
+    ])
+    out = timing.playbook_times(path, started=100.0, ended=120.0)
+    assert out["wall_s"] == 20.0 and out["startup_s"] == 2.0
+    assert out["plays"] == [{"play": "Start Kafka", "s": 13.0}, {"play": "Wait", "s": 5.0}]
+    # The process role's task (start the broker) is Kafka's time, as the progress line shows it.
+    assert out["roles"] == {"kafka": 12.5}
+    assert out["startup_s"] + sum(p["s"] for p in out["plays"]) == out["wall_s"]
+
+
+def test_a_killed_playbook_keeps_what_it_wrote(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"t": 1.0, "play": "P", "role": None, "task": None}) + "\n{\"t\": 2.",
+                    encoding="utf-8")
+    out = timing.playbook_times(path, started=0.5, ended=4.0)
+    assert out["plays"] == [{"play": "P", "s": 3.0}] and out["startup_s"] == 0.5
+    assert timing.playbook_times(tmp_path / "none.jsonl", 0.0, 3.0) == \
+        {"wall_s": 3.0, "startup_s": 3.0, "plays": [], "roles": {}}
+
+
+def test_measured_window_and_wall_over_it():
+    blocks = pd.DataFrame({"block_number": [5, 6, 7], "tx_count": [100, 100, 0], "valid_count": [100, 100, 0],
+                           "received_ns": [1_000_000_000, 1_400_000_000, 9_000_000_000],
+                           "committed_ns": [1_500_000_000, 3_000_000_000, 9_500_000_000]})
+    assert timing.measured_window_s({"blocks": blocks}) == 2.0  # the empty block 7 is not measured
+    assert timing.measured_window_s({}) is None
+    t = timing.with_window(timing.point_timing(30.0, {}, 1.25), 2.0)
+    assert t["measured_window_s"] == 2.0 and t["wall_over_window"] == 15.0 and t["collect_s"] == 1.25
+    assert timing.with_window(timing.point_timing(30.0, {}, 0), None)["wall_over_window"] is None
+
+
+def test_the_callback_writes_each_start_of_a_real_playbook(tmp_path):
+    role = tmp_path / "roles" / "slow"
+    (role / "tasks").mkdir(parents=True)
+    (role / "tasks" / "main.yml").write_text(
+        "- name: Take a while\n  ansible.builtin.command: sleep 0.6\n  changed_when: false\n", encoding="utf-8")
+    playbook = tmp_path / "p.yml"
+    playbook.write_text(
+        "- name: First\n  hosts: localhost\n  gather_facts: false\n  roles: [slow]\n"
+        "- name: Second\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - name: Quick\n      ansible.builtin.debug: {msg: hi}\n", encoding="utf-8")
+    path = tmp_path / "run.timings.jsonl"
+    env = {**deploy.ansible_env(), "FABRICREPRO_TIMINGS": str(path),
+           "ANSIBLE_ROLES_PATH": str(tmp_path / "roles")}
+    started = time.time()
+    subprocess.run([require_tool("ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook),
+                    "-e", f"ansible_python_interpreter={sys.executable}"],
+                   env=env, check=True, capture_output=True, cwd=tmp_path, timeout=120)
+    out = timing.playbook_times(path, started, time.time())
+    assert [p["play"] for p in out["plays"]] == ["First", "Second"]
+    assert out["roles"]["slow"] >= 0.6
+    assert {"play": "First", "role": "slow", "task": "Take a while"}.items() <= timing.read_starts(path)[1].items()
