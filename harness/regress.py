@@ -317,8 +317,7 @@ def build(tracked: dict, commit: dict, root: Path, log=print) -> tuple[Path, flo
                                    builds=tracked["builds"], log=log, switches=tracked["switches"],
                                    pin=pin_of(tracked, commit))
         except HarnessError as e:
-            lines = str(e).strip().splitlines()
-            raise NotMeasurable(lines[0] + (f" {lines[-1].strip()}" if len(lines) > 1 else "")) from None
+            raise NotMeasurable(build_failure(str(e))) from None
         commit["build_key"] = built.info["key"]
         commit["patches"] = built.info["patch_series"]  # applied, skipped (driver) or already in upstream
         return built.bin_dir, time.monotonic() - started
@@ -338,6 +337,17 @@ def build(tracked: dict, commit: dict, root: Path, log=print) -> tuple[Path, flo
             raise NotMeasurable(f"build failed: {' '.join(cmd)}: {tail[0]}")
     done.write_text(commit["sha"] + "\n")
     return tree / "bin", time.monotonic() - started
+
+
+def build_failure(message: str) -> str:
+    """A failed build step in one line: the step, and the tool's diagnosis (its last line naming an
+    error, e.g. gcc's "fatal error: ltdl.h: No such file or directory" rather than its closing
+    "compilation terminated."), else its last line."""
+    lines = [line.strip() for line in message.strip().splitlines()]
+    if len(lines) == 1:
+        return lines[0]
+    diagnosis = next((line for line in reversed(lines[1:]) if "error" in line.lower()), lines[-1])
+    return f"{lines[0]} {diagnosis}"
 
 
 def pin_of(tracked: dict, commit: dict) -> dict:

@@ -477,7 +477,7 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
                 src = work / "gopath" / "src" / cc["import_path"]
                 shutil.copytree(REPO_ROOT / cc["source"], src, ignore=shutil.ignore_patterns("go.mod", "go.sum"))
                 log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name}")
-                _go_build(env, src, ".", work / "bin" / name, [])
+                _go_build(env, src, ".", work / "bin" / name, [], what=f"go build chaincode {cc['import_path']}")
             components = _build_components(recipe, work / "components", source, log, systems_dir)
             info = {"schema_version": SCHEMA_VERSION, "system": system, "repository": recipe["repository"],
                     "ref": recipe.get("ref"), "commit": recipe["commit"], "built_commit": fetched["commit"],
@@ -614,9 +614,9 @@ def _go_env(recipe: dict, work: Path) -> dict:
     return env
 
 
-def _go_build(env: dict, cwd: Path, package: str, out: Path, tags: list[str]) -> None:
+def _go_build(env: dict, cwd: Path, package: str, out: Path, tags: list[str], what: str | None = None) -> None:
     cmd = ["go", "build", "-o", str(out)] + (["-tags", ",".join(tags)] if tags else []) + [package]
-    run_command(cmd, f"go build {package}", cwd=cwd, env=env)
+    run_command(cmd, what or f"go build {package}", cwd=cwd, env=env)
 
 
 def _git_apply_env(tree: Path) -> dict:

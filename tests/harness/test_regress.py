@@ -169,6 +169,22 @@ def test_unknown_systems_and_tiny_samples_are_refused(repo):
         R.regress("reference", "fig6", "HEAD~1..HEAD", repeat=3, repo=repo)
 
 
+def test_a_failed_build_is_named_by_its_step_and_the_tools_diagnosis():
+    # Fabric v1.1.0's chaincode without the nopkcs11 tag: gcc's last line says nothing, its error line does.
+    gcc = ("upstream build: go build chaincode fabricrepro/chaincode/money-transfer failed (exit 1):\n"
+           "# github.com/hyperledger/fabric/vendor/github.com/miekg/pkcs11\n"
+           "vendor/github.com/miekg/pkcs11/pkcs11.go:29:10: fatal error: ltdl.h: No such file or directory\n"
+           "   29 | #include <ltdl.h>\n      |          ^~~~~~~~\ncompilation terminated.")
+    assert R.build_failure(gcc) == ("upstream build: go build chaincode fabricrepro/chaincode/money-transfer failed "
+                                    "(exit 1): vendor/github.com/miekg/pkcs11/pkcs11.go:29:10: fatal error: ltdl.h: "
+                                    "No such file or directory")
+    git = "upstream build: apply 0002.patch failed (exit 1):\nerror: patch failed: a.go:3\nerror: a.go: patch does not apply"
+    assert R.build_failure(git) == "upstream build: apply 0002.patch failed (exit 1): error: a.go: patch does not apply"
+    assert R.build_failure("upstream build: go build ./x failed (exit 1):\n./x.go:3:1: undefined: y").endswith(
+        "(exit 1): ./x.go:3:1: undefined: y")
+    assert R.build_failure("no such commit") == "no such commit"
+
+
 def test_four_points_a_side_is_the_fewest_that_can_call_a_change():
     assert R.mann_whitney([1, 2, 3], [4, 5, 6])[1] > R.ALPHA
     assert R.mann_whitney([1, 2, 3, 4], [5, 6, 7, 8])[1] < R.ALPHA
