@@ -477,7 +477,10 @@ def build(system: str, source: str = "auto", systems_dir: Path = SYSTEMS, builds
                 src = work / "gopath" / "src" / cc["import_path"]
                 shutil.copytree(REPO_ROOT / cc["source"], src, ignore=shutil.ignore_patterns("go.mod", "go.sum"))
                 log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name}")
-                _go_build(env, src, ".", work / "bin" / name, [], what=f"go build chaincode {cc['import_path']}")
+                # With the recipe's tags too: Fabric v1.1.0's shim imports the BCCSP factory, whose
+                # PKCS#11 half needs cgo headers (ltdl.h) without nopkcs11; later shims do not import it.
+                _go_build(env, src, ".", work / "bin" / name, recipe["toolchain"].get("tags") or [],
+                          what=f"go build chaincode {cc['import_path']}")
             components = _build_components(recipe, work / "components", source, log, systems_dir)
             info = {"schema_version": SCHEMA_VERSION, "system": system, "repository": recipe["repository"],
                     "ref": recipe.get("ref"), "commit": recipe["commit"], "built_commit": fetched["commit"],

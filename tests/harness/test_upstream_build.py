@@ -245,3 +245,17 @@ def test_flavour_graft_copies_paths_from_another_pinned_tree(project, tmp_path):
                            log=lambda _: None, switches={"graft": True})
     assert _run(built.bin_dir / "toy") == "grafted"
     assert built.info["grafts"][0]["from"] == "donor"
+
+
+def test_chaincode_is_built_with_the_recipes_tags(project, tmp_path):
+    # As Fabric v1.1.0's shim: without the recipe's tag the chaincode's other half (cgo PKCS#11 there) is compiled.
+    chaincode = tmp_path / "chaincode"
+    chaincode.mkdir()
+    (chaincode / "main.go").write_text('package main\n\nimport "fmt"\n\nfunc main() { fmt.Println(half()) }\n')
+    (chaincode / "tagged.go").write_text('//go:build nopkcs11\n\npackage main\n\nfunc half() string { return "tagged" }\n')
+    (chaincode / "untagged.go").write_text('//go:build !nopkcs11\n\npackage main\n\nfunc half() string { '
+                                           'return undefinedWithoutTheTag }\n')
+    _write_recipe(project, toolchain={**project["recipe"]["toolchain"], "tags": ["nopkcs11"]},
+                  chaincodes={"cc": {"source": str(chaincode), "import_path": "example.org/cc"}})
+    b, _ = _build(project, "git")
+    assert _run(b.bin_dir / "cc") == "tagged"
