@@ -69,6 +69,11 @@ func (w *commitWaiter) record(b *cb.Block) {
 		if err != nil {
 			continue
 		}
+		if _, seen := w.codes[chdr.TxId]; seen {
+			// A second copy of an envelope (a Kafka producer's retry orders it twice) is marked
+			// DUPLICATE_TXID by the peer; the transaction's own outcome is its first copy's.
+			continue
+		}
 		code := pb.TxValidationCode_VALID
 		if i < len(filter) {
 			code = pb.TxValidationCode(filter[i])

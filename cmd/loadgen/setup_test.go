@@ -187,3 +187,25 @@ func TestExecuteWithFabricChannelBlock(t *testing.T) {
 		t.Fatalf("records %d, summary %+v, err %v", len(recs), s, err)
 	}
 }
+
+// An envelope ordered twice (a Kafka producer's retry) commits once: its first copy's code counts,
+// not the DUPLICATE_TXID the peer gives the second.
+func TestCommitWaiterKeepsTheFirstCopysCode(t *testing.T) {
+	env := func(txID string) []byte {
+		chdr, _ := proto.Marshal(&cb.ChannelHeader{TxId: txID})
+		payload, _ := proto.Marshal(&cb.Payload{Header: &cb.Header{ChannelHeader: chdr}})
+		raw, _ := proto.Marshal(&cb.Envelope{Payload: payload})
+		return raw
+	}
+	block := protoutil.NewBlock(1, nil)
+	block.Data.Data = [][]byte{env("a"), env("b"), env("a")}
+	block.Metadata.Metadata[cb.BlockMetadataIndex_TRANSACTIONS_FILTER] = []byte{
+		byte(pb.TxValidationCode_VALID), byte(pb.TxValidationCode_MVCC_READ_CONFLICT), byte(pb.TxValidationCode_DUPLICATE_TXID)}
+	w := &commitWaiter{codes: map[string]pb.TxValidationCode{}}
+	w.cond = sync.NewCond(&w.mu)
+	w.record(block)
+	invalid, example, err := w.wait(context.Background(), []string{"a", "b"})
+	if err != nil || invalid != 1 || example != "tx b: MVCC_READ_CONFLICT" {
+		t.Fatalf("wait = %d, %q, %v; want only b invalid", invalid, example, err)
+	}
+}
