@@ -624,6 +624,37 @@ def validity_blocks(runs: list) -> list[tuple]:
                        "log patterns matched", "work check", "load (1 min): start → end"], rows)]
 
 
+def timing_blocks(runs: list) -> list[tuple]:
+    """Per point of each run: where its wall time went (``timing`` of its summary, harness/timing.py), beside
+    the measured window. A ``run`` column where several runs are pooled; nothing when no point has timing."""
+    from .rundir import read_json
+
+    rows = []
+    several = len(runs) > 1
+    for summary_path in (p for run in runs for p in sorted((run.path / "points").glob("*/summary.json"))):
+        s = read_json(summary_path)
+        t = s.get("timing")
+        if not t:
+            continue
+        run_pb, teardown = t.get("run") or {}, t.get("teardown") or {}
+        slowest = ", ".join(f"{role} {fmt(sec)}" for role, sec in
+                            sorted((run_pb.get("roles") or {}).items(), key=lambda kv: -kv[1])[:4])
+        rows.append(([summary_path.parent.parent.parent.name] if several else [])
+                    + [s["point"], fmt(t.get("wall_s")), fmt(t.get("measured_window_s")),
+                       fmt(t.get("wall_over_window")), fmt(run_pb.get("startup_s")), fmt(run_pb.get("wall_s")),
+                       fmt(teardown.get("wall_s")), fmt(t.get("collect_s")), slowest or "–"])
+    if not rows:
+        return []
+    return [("p", "**Where the time went** (seconds; `timing` in each point's summary.json, docs/results-format.md): "
+                  "the point's wall time from its first playbook to its conversion, the measured window its metric "
+                  "covers (first measured block's arrival to the last one's commit), Ansible's start-up, the "
+                  "deployment and workload playbook, the teardown (stop by PID, fetch logs and raw data), the "
+                  "conversion to tables, and the roles that took longest (deployment, set-up and workload)."),
+            ("table", (["run"] if several else []) + ["point", "wall", "measured window", "wall ÷ window",
+                                                      "Ansible start-up", "deploy + workload", "teardown", "collect",
+                                                      "slowest roles"], rows)]
+
+
 def conditions_blocks(experiment: dict, resolved: dict, deviations: bool = True) -> list[tuple]:
     """Under the figure: the experiment's fixed parameters (the run's values) and the catalogue's
     ``deviations`` that apply at the run's scale (what, and why)."""
@@ -707,6 +738,7 @@ def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) 
         blocks.append(("p", VERDICT_METHOD))
     blocks += cores_blocks(stored, claims, figure_name.removesuffix(".png"))
     blocks += validity_blocks(selection.pooled)
+    blocks += timing_blocks(selection.pooled)
     blocks += resource_blocks(run, figure_name.removesuffix(".png"))
     return blocks, claims
 

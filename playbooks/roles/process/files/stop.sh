@@ -1,0 +1,59 @@
+#!/bin/sh
+# Stop started processes by their PID files, in the order given.
+#
+#   stop.sh GRACE_S PID_FILE...                    those PID files
+#   stop.sh GRACE_S --components WORK_DIR ROLE...  every started component of ROLE, in order: its
+#                                                  WORK_DIR/ROLE/ROLE.pid, then (after every role's own)
+#                                                  its instances' WORK_DIR/ROLE/<instance>/ROLE.pid
+#
+# Each process first leaves the point's watcher (its .watch marker is removed:
+# stopped on purpose), has the CPU it used in its life recorded (utime + stime of
+# all its threads, /proc/<pid>/stat fields 14-15) in cpu_<name>.csv beside its
+# PID file for the harness's work check (harness/validity.py), gets SIGTERM, and
+# SIGKILL if it is still there after GRACE_S seconds. A PID file whose process is
+# gone is skipped.
+set -u
+grace=$1
+shift
+
+stop_one() {
+  pid_file=$1
+  dir=$(dirname "$pid_file")
+  name=$(basename "$pid_file" .pid)
+  rm -f "$dir/$name.watch"
+  pid=$(cat "$pid_file" 2>/dev/null) || return 0
+  if [ -r "/proc/$pid/stat" ]; then
+    base=$(basename "$dir")
+    [ "$base" = "$name" ] || name="${name}_${base}"  # an instance (<role>/<instance>/<role>.pid)
+    ticks=$(getconf CLK_TCK)
+    sed 's/^.*) //' "/proc/$pid/stat" | awk -v n="$name" -v p="$pid" -v t="$ticks" \
+      'BEGIN { print "component,pid,user_s,system_s" } { printf "%s,%s,%.2f,%.2f\n", n, p, $12 / t, $13 / t }' \
+      > "$dir/cpu_${name}.csv" || true
+  fi
+  kill -TERM "$pid" 2>/dev/null || return 0
+  i=0
+  while [ "$i" -lt $((grace * 10)) ]; do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+    i=$((i + 1))
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+if [ "${1:-}" = --components ]; then
+  work=$2
+  shift 2
+  for role in "$@"; do
+    [ -f "$work/$role/$role.pid" ] && stop_one "$work/$role/$role.pid"
+  done
+  for role in "$@"; do
+    for pid_file in "$work/$role"/*/"$role.pid"; do
+      [ -f "$pid_file" ] && stop_one "$pid_file"
+    done
+  done
+else
+  for pid_file in "$@"; do
+    stop_one "$pid_file"
+  done
+fi
+exit 0
