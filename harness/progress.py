@@ -133,9 +133,9 @@ class Phase:
         self.key, self.text, self.report = key, text, report
 
 
-#: Roles that component roles include to do their work (start and stop by PID): a task of one stays in the
-#: including role's phase.
-HELPER_ROLES = {"process"}
+#: Roles that component roles include to do their work (start and stop by PID, copy a tree from the
+#: controller): a task of one stays in the including role's phase.
+HELPER_ROLES = {"process", "copy_tree"}
 
 #: ansible-playbook's lines (default callback) and the harness's progress callback's.
 _PLAY = re.compile(r"^PLAY \[(?P<name>.*)\] \*+\s*$")
