@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from datetime import datetime
@@ -123,6 +124,30 @@ def test_the_watch_ends_when_the_teardown_removes_the_directory(tmp_path):
     assert watch.look() is None and not watch.ended()
     work.rmdir()
     assert watch.ended()
+
+
+def test_the_watch_ends_when_its_connection_is_gone(tmp_path):
+    """The module as Ansible runs it, under a parent that exits (a playbook stopped over ssh): it ends."""
+    work = tmp_path / "point"
+    component(work, "peer")
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
+        "work_dir": str(work), "host": "h", "patterns": [], "interval_s": 0.1, "deadline_s": 60}}))
+    out = tmp_path / "module.out"
+    module = REPO / "playbooks" / "roles" / "process" / "library" / "process_watch.py"
+    # The parent starts the module, writes its PID and exits once the module runs: the module is orphaned.
+    subprocess.run(["sh", "-c", '"$0" "$1" "$2" > "$3" 2>&1 & echo $! > "$4"; sleep 2', sys.executable, str(module),
+                    str(args), str(out), str(tmp_path / "module.pid")], check=True, timeout=10)
+    pid = int((tmp_path / "module.pid").read_text())
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and '"ended"' not in (out.read_text() if out.exists() else ""):
+        time.sleep(0.1)
+    result = json.loads(out.read_text().strip().splitlines()[-1])
+    assert result["ended"] == "its connection is gone" and result["watched_s"] < 10
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.1)
 
 
 def test_fatal_patterns_are_the_common_ones_and_the_systems():

@@ -14,7 +14,9 @@ gained since the last look and matches every new line against ``patterns``
 checks each server's exit status. It fails, naming component, host and the
 log line, as soon as a server has exited with a non-zero status (or by a
 signal, or without a status) or a log line matches; it ends without failing
-when the point's working directory is removed (teardown) or ``deadline_s``
+when the point's working directory is removed (teardown), when the
+connection that started it is gone (its parent process changed: a stopped
+playbook over ssh leaves no poller behind on the host) or ``deadline_s``
 has passed. harness/watch.py runs it through ``playbooks/watch.yml`` beside
 the driver's playbook and stops the point on its failure.
 """
@@ -204,7 +206,11 @@ def main():
     watch = HostWatch(p["work_dir"], p["host"], p["patterns"])
     deadline = time.monotonic() + p["deadline_s"]
     started = time.monotonic()
+    parent = os.getppid()
     while time.monotonic() < deadline:
+        if os.getppid() != parent:  # orphaned: nobody would read a failure any more
+            module.exit_json(changed=False, ended="its connection is gone",
+                             watched_s=round(time.monotonic() - started, 1))
         failure = watch.look()
         if failure:
             module.fail_json(**failure, watched_s=round(time.monotonic() - started, 1))
