@@ -178,7 +178,8 @@ def test_a_failed_build_is_named_by_its_step_and_the_tools_diagnosis():
     assert R.build_failure(gcc) == ("upstream build: go build chaincode fabricrepro/chaincode/money-transfer failed "
                                     "(exit 1): vendor/github.com/miekg/pkcs11/pkcs11.go:29:10: fatal error: ltdl.h: "
                                     "No such file or directory")
-    git = "upstream build: apply 0002.patch failed (exit 1):\nerror: patch failed: a.go:3\nerror: a.go: patch does not apply"
+    git = ("upstream build: apply 0002.patch failed (exit 1):\n"
+           "error: patch failed: a.go:3\nerror: a.go: patch does not apply")
     assert R.build_failure(git) == "upstream build: apply 0002.patch failed (exit 1): error: a.go: patch does not apply"
     assert R.build_failure("upstream build: go build ./x failed (exit 1):\n./x.go:3:1: undefined: y").endswith(
         "(exit 1): ./x.go:3:1: undefined: y")
