@@ -226,11 +226,15 @@ def validate(c, file=None):
     "repo": "where the commits are read (default: this repository, or a bare clone of the system's repository "
             "under build/regress/repos)",
     "metric": "another metric of the experiment's points (default: the experiment's), e.g. one that needs no patch",
+    "page": "a page of its own beside the system's (reports/regress/<system>/<experiment>--<page>), e.g. for --repo",
+    "beside": "another system's page of the experiment (its folder under reports/regress) shown commit by commit "
+              "beside this series, untested (each system runs its own driver)",
 })
 def regress(c, system, experiment, commits=None, tags=None, variant=None, repeat=5, scale="smoke", bisect=False,
-            batches=1, repo=None, metric=None):
+            batches=1, repo=None, metric=None, page=None, beside=None):
     """Track a metric across commits: build each once, run with repetitions, call changes by a stated test."""
     from harness.regress import main_summary, regress as run
     doc = _guard(run, system, experiment, commits, repeat=int(repeat), scale=scale, bisect=bisect,
-                 batches=int(batches), repo=repo, tags=tags, variant=variant, metric=metric)
+                 batches=int(batches), repo=repo, tags=tags, variant=variant, metric=metric, page=page,
+                 beside=beside)
     print(main_summary(doc))

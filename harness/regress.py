@@ -70,6 +70,7 @@ import html
 import itertools
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -342,11 +343,13 @@ def build(tracked: dict, commit: dict, root: Path, log=print) -> tuple[Path, flo
 def build_failure(message: str) -> str:
     """A failed build step in one line: the step, and the tool's diagnosis (its last line naming an
     error, e.g. gcc's "fatal error: ltdl.h: No such file or directory" rather than its closing
-    "compilation terminated."), else its last line."""
+    "compilation terminated."; else its last line at a source position, e.g. Go's "x.go:22:2: cannot
+    find package ..." rather than the last directory it looked in), else its last line."""
     lines = [line.strip() for line in message.strip().splitlines()]
     if len(lines) == 1:
         return lines[0]
-    diagnosis = next((line for line in reversed(lines[1:]) if "error" in line.lower()), lines[-1])
+    diagnosis = next((line for line in reversed(lines[1:]) if "error" in line.lower()),
+                     next((line for line in reversed(lines[1:]) if re.match(r"\S+:\d+(:\d+)?: ", line)), lines[-1]))
     return f"{lines[0]} {diagnosis}"
 
 
@@ -508,8 +511,10 @@ def tracked_system(system: str, experiment: dict, variant: str | None, repo: Pat
         return {"system": system, "repo": Path(repo or REPO_ROOT).resolve()}
     recipe = upstream.load_recipe(system, systems_dir)
     chosen = upstream_variant(system, experiment, variant, systems_dir)
+    # --repo: another repository's commits (e.g. a fork's branches) built with this system's recipe
     return {"system": system, "repo": Path(repo).resolve() if repo else clone(recipe, root, log),
-            "repository": recipe["repository"], "variant": chosen["id"], "switches": chosen.get("switches") or {},
+            "repository": str(Path(repo).resolve()) if repo else recipe["repository"], "variant": chosen["id"],
+            "switches": chosen.get("switches") or {},
             "driver": experiment["driver"],
             "systems_dir": systems_dir, "builds": builds}
 
@@ -518,11 +523,15 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
             bisect: bool = False, batches: int = 1, repo: Path | None = None, root: Path | None = None,
             results: Path | None = None, reports: Path | None = None, log=None, tags: str | None = None,
             variant: str | None = None, systems_dir: Path | None = None, builds: Path | None = None,
-            metric: str | None = None) -> dict:
+            metric: str | None = None, page: str | None = None, beside: str | None = None) -> dict:
     """Build and measure ``commits`` or ``tags`` (see the module docstring); write regress.json and index.html.
 
     ``metric``: another metric of the experiment's points than its own (its page then lives in
-    ``<experiment>--<metric>``), e.g. one the driver yields without an instrumentation patch."""
+    ``<experiment>--<metric>``), e.g. one the driver yields without an instrumentation patch.
+    ``page``: a series of its own beside that page (``<experiment>[--<metric>]--<page>``), e.g. another
+    repository's branches (``repo``) measured with the same driver; it states the same false-positive rate.
+    ``beside``: another system's page of the same experiment (its folder under the reports' ``regress/``),
+    shown commit by commit beside this series (``beside_series``), never tested against it."""
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     systems_dir = Path(systems_dir or upstream.SYSTEMS)
     choices = [REFERENCE, *upstream.systems_with_recipe(systems_dir)]
@@ -553,7 +562,7 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
     doc = {"schema_version": SCHEMA_VERSION, "system": system, "paper": paper, "experiment": experiment["id"], "metric": metric, "scale": scale,
            "repeat": repeat, "test": TEST, "alpha": ALPHA, "min_change": MIN_CHANGE, "level": LEVEL,
            "min_points": min_points(), "repo": str(repo), "repository": tracked.get("repository"),
-           "variant": tracked.get("variant"), "metric_option": chosen_metric,
+           "variant": tracked.get("variant"), "metric_option": chosen_metric, "driver": experiment["driver"],
            "commits_spec": commits or f"--tags {tags}",
            "load_average_start": os.getloadavg(), "cores": os.cpu_count(), "commits": []}
 
@@ -610,8 +619,10 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
         return {**first, "against": a["sha"], "flagged": True, "changed": same_way,
                 "confirmation": {**again, "values_before": va, "values_after": vb, "runs": runs}}
 
-    out = Path(reports or REPORTS / "regress") / system / (
+    # the false-positive rate belongs to the system, experiment and metric: every page of them states it
+    system_page = Path(reports or REPORTS / "regress") / system / (
         experiment["id"] if not chosen_metric else f"{experiment['id']}--{chosen_metric}")
+    out = system_page.with_name(f"{system_page.name}--{page}") if page else system_page
     if batches > 1:
         # One run of batches x repeat points (each point a fresh deployment), cut in order into batches:
         # one lock hold instead of one per batch on a machine others share.
@@ -628,8 +639,8 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
                    false_positive_rate=sum(p["changed"] for p in pairs) / len(pairs))
         log(f"regress: {flagged} of {len(pairs)} pairs of batches of one commit flagged by the first test, "
             f"{sum(p['changed'] for p in pairs)} after the re-measurement")
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "false_positives.json", {
+        system_page.mkdir(parents=True, exist_ok=True)
+        write_json(system_page / "false_positives.json", {
             "schema_version": SCHEMA_VERSION, "commit": series[0]["sha"], "batches": batches, "repeat": repeat, "scale": scale, "pairs": len(pairs),
             "flagged": flagged, "called": sum(p["changed"] for p in pairs), "flagged_rate": doc["flagged_rate"],
             "false_positive_rate": doc["false_positive_rate"], "variant": doc["variant"],
@@ -645,9 +656,11 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
             if before is not None:
                 row["vs_previous"] = tested(before, row)
             before = row
-    if (out / "false_positives.json").is_file():
-        doc["false_positives"] = read_json(out / "false_positives.json")
+    if (system_page / "false_positives.json").is_file():
+        doc["false_positives"] = read_json(system_page / "false_positives.json")
     doc["change_points"] = [r["sha"] for r in doc["commits"] if (r.get("vs_previous") or {}).get("changed")]
+    if beside:
+        doc["beside"] = beside_series(Path(reports or REPORTS / "regress") / beside, doc, systems_dir)
     doc["not_measurable"] = {r["sha"]: r["not_measurable"] for r in doc["commits"] if r.get("not_measurable")}
     doc["load_average_end"] = os.getloadavg()
     out.mkdir(parents=True, exist_ok=True)
@@ -740,6 +753,37 @@ def bisected(series: list[dict], measured, tested, repo: Path, keyed, log) -> tu
     return result, ordered()
 
 
+def playbook_of(system: str, driver: str, systems_dir: Path | None = None) -> str | None:
+    """The playbook that runs ``driver`` for ``system``'s upstream build (None for the reference build)."""
+    from .builds import upstream_driver
+    return (upstream_driver(system, driver, systems_dir) or {}).get("playbook") if system != REFERENCE else None
+
+
+def beside_series(folder: Path, doc: dict, systems_dir: Path | None = None) -> dict:
+    """Another system's series of the same experiment (``folder``'s regress.json), to be shown beside ``doc``.
+
+    A system's upstream driver of an experiment is its own deployment and
+    client (e.g. FastFabric's published broadcast client and deliver client
+    against Fabric's network driven by our load generator), so its values are
+    shown side by side, commit by commit, and not tested against this series:
+    a ratio between two drivers' metrics is no like-for-like comparison.
+    """
+    if not (folder / "regress.json").is_file():
+        raise HarnessError(f"--beside {folder}: no regress.json (make that page first with invoke regress)")
+    other = read_json(folder / "regress.json")
+    if (other["paper"], other["experiment"]) != (doc["paper"], doc["experiment"]):
+        raise HarnessError(f"--beside {folder}: a page of {other['paper']}:{other['experiment']}, not "
+                           f"{doc['paper']}:{doc['experiment']}")
+    driver = other.get("driver") or doc["driver"]  # the experiment's driver: pages made before it was recorded
+    keep = ("sha", "short", "ref", "subject", "values", "median", "low", "high", "coverage", "not_measurable",
+            "runs", "patches", "vs_previous")
+    return {"page": str(folder), "system": other["system"], "variant": other.get("variant"),
+            "metric": other["metric"], "repository": other.get("repository"), "commits_spec": other["commits_spec"],
+            "driver": driver, "playbook": playbook_of(other["system"], driver, systems_dir),
+            "own_playbook": playbook_of(doc["system"], doc["driver"], systems_dir),
+            "commits": [{k: r[k] for k in keep if k in r} for r in other["commits"]]}
+
+
 # ----------------------------------------------------------------------------- the page
 
 def _figure(doc: dict) -> bytes:
@@ -805,6 +849,32 @@ def _patches_text(row: dict, why: bool = False) -> str:
                      for p in row.get("patches") or [])
 
 
+def _value_text(row: dict | None) -> str:
+    """One commit's sample in a cell or a line: its median with the interval and n, or why there is none."""
+    if row is None:
+        return "not in this series"
+    if row.get("not_measurable"):
+        return f"not measurable: {row['not_measurable']}"
+    return f"{row['median']:.4g} [{row['low']:.4g}, {row['high']:.4g}] ({row['coverage']:.1%}), n={len(row['values'])}"
+
+
+def side_by_side(doc: dict) -> list[tuple[str, dict | None, dict | None]]:
+    """(name, this series' row, the other's row) per commit: this series' order, then the other's own commits."""
+    other = {r["sha"]: r for r in doc["beside"]["commits"]}
+    ours = {r["sha"] for r in doc["commits"]}
+    return ([(r.get("ref") or r["short"], r, other.get(r["sha"])) for r in doc["commits"]]
+            + [(r.get("ref") or r["short"], None, r) for r in doc["beside"]["commits"] if r["sha"] not in ours])
+
+
+def _beside_note(doc: dict) -> str:
+    b = doc["beside"]
+    return (f"{b['system']} ({b.get('variant') or 'reference build'}, {b['metric']}, driver {b['driver']}: "
+            f"{b.get('playbook')}) beside {doc['system']} ({doc.get('variant') or 'reference build'}, "
+            f"{doc['metric']}, driver {doc['driver']}: {b.get('own_playbook')}). Each system runs its own "
+            "deployment and client for this experiment, so the two columns are not a like-for-like ratio "
+            "and no test compares them; each column's own comparisons are on its page.")
+
+
 def render_html(doc: dict, out: Path) -> str:
     """One self-contained page: the series with intervals, the change points, the commits not measurable
     and why, each commit's message and diff stat, and a row per commit linking to its runs."""
@@ -846,6 +916,15 @@ def render_html(doc: dict, out: Path) -> str:
                           f"alternating point by point: p {conf['p']}, change {conf['relative_change']:+.1%}, "
                           f"effect {esc(_effect(conf))}: {'confirmed' if r['vs_first']['changed'] else 'not confirmed'}"
                           ".</p>")
+    if doc.get("beside"):
+        b = doc["beside"]
+        cells = "".join(f"<tr><td><code>{esc(name)}</code></td><td>{esc(_value_text(ours))}</td>"
+                        f"<td>{esc(_value_text(theirs))}</td></tr>" for name, ours, theirs in side_by_side(doc))
+        extra += (f"<h2>Beside it: {esc(b['system'])}</h2><p>{esc(_beside_note(doc))} Its page: "
+                  f"<a href=\"{esc(os.path.relpath(b['page'], out))}/index.html\">{esc(Path(b['page']).name)}</a> "
+                  f"({esc(b['commits_spec'])}{', ' + esc(b['repository']) if b.get('repository') else ''}).</p>"
+                  f"<table><tr><th>commit</th><th>{esc(doc['system'])}: {esc(doc['metric'])}</th>"
+                  f"<th>{esc(b['system'])}: {esc(b['metric'])}</th></tr>{cells}</table>")
     lost = doc.get("not_measurable") or {}
     if lost:
         extra += f"<p>{len(lost)} commit(s) not measurable (reasons in the table); comparisons and bisection skip them.</p>"
@@ -893,6 +972,10 @@ def main_summary(doc: dict) -> str:
         fp = doc["false_positives"]
         lines.append(f"false-positive rate (--batches {fp['batches']} on {fp['measured_at']}): "
                      f"{fp['false_positive_rate']:.2f} over {fp['pairs']} pairs")
+    if doc.get("beside"):
+        lines.append(f"beside it: {_beside_note(doc)}")
+        lines += [f"{name}  {doc['system']}: {_value_text(ours)}  |  {doc['beside']['system']}: {_value_text(theirs)}"
+                  for name, ours, theirs in side_by_side(doc)]
     if doc.get("bisect"):
         b = doc["bisect"]
         lines.append(f"first changed commit: {b.get('first_changed') or 'none'}"

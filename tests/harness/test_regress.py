@@ -18,6 +18,7 @@ import pytest
 
 from harness import regress as R
 from harness.errors import HarnessError
+from harness.rundir import read_json, write_json
 
 
 def test_exact_p_values():
@@ -103,7 +104,8 @@ def doubles(monkeypatch, repo, tmp_path):
 
     monkeypatch.setattr(R, "build", build)
     monkeypatch.setattr(R, "measure", measure)
-    monkeypatch.setattr(R, "find_experiment", lambda name: ("fastfabric", {"id": "fig6", "metric": "throughput_tps"}))
+    monkeypatch.setattr(R, "find_experiment", lambda name: ("fastfabric", {"id": "fig6", "metric": "throughput_tps",
+                                                                          "driver": "committer-bench"}))
     return measured
 
 
@@ -133,6 +135,42 @@ def test_batches_of_one_commit_report_the_false_positive_rate(doubles, repo, tmp
                     results=tmp_path / "r", reports=tmp_path / "rep", log=lambda _: None)
     assert len(doc["noise_pairs"]) == 6 and doc["false_positive_rate"] == 0.0
     assert "false-positive rate" in R.main_summary(doc)
+
+
+def test_a_page_of_its_own_states_the_systems_false_positive_rate(doubles, repo, tmp_path):
+    """--page: another series (e.g. a fork's branches, --repo) beside the system's page, not over it."""
+    common = dict(repeat=5, repo=repo, root=tmp_path / "b", results=tmp_path / "r", reports=tmp_path / "rep",
+                  log=lambda _: None)
+    R.regress("reference", "fig6", "HEAD~3", batches=4, **common)
+    systems_page = (tmp_path / "rep" / "reference" / "fig6" / "regress.json").read_text()
+    doc = R.regress("reference", "fig6", tags="HEAD~3,HEAD", page="fork", **common)
+    assert doc["false_positives"]["pairs"] == 6
+    assert (tmp_path / "rep" / "reference" / "fig6--fork" / "regress.json").is_file()
+    assert (tmp_path / "rep" / "reference" / "fig6" / "regress.json").read_text() == systems_page
+    assert "False-positive rate of this test" in (tmp_path / "rep" / "reference" / "fig6--fork" / "index.html"
+                                                 ).read_text()
+
+
+def test_another_systems_series_is_shown_beside_and_not_tested(doubles, repo, tmp_path):
+    """--beside: commit by commit, with the reasons of the commits not measurable on either side."""
+    common = dict(repeat=5, repo=repo, root=tmp_path / "b", results=tmp_path / "r", reports=tmp_path / "rep",
+                  log=lambda _: None)
+    R.regress("reference", "fig6", tags="HEAD~3,HEAD~1", page="other", **common)
+    other = read_json(tmp_path / "rep" / "reference" / "fig6--other" / "regress.json")
+    other["system"] = "fabric-1.2"  # TEST DOUBLE of another system's page: its last commit not measurable
+    other["commits"][-1] = {**other["commits"][-1], "not_measurable": "upstream build: go build ./peer failed"}
+    write_json(tmp_path / "rep" / "reference" / "fig6--other" / "regress.json", other)
+    doc = R.regress("reference", "fig6", tags="HEAD~3,HEAD", beside="reference/fig6--other", **common)
+    rows = R.side_by_side(doc)
+    assert [name for name, _, _ in rows] == ["HEAD~3", "HEAD", "HEAD~1"]
+    assert rows[1][2] is None and rows[2][1] is None and "vs_previous" not in doc["beside"]["commits"][0]
+    summary = R.main_summary(doc)
+    assert "not a like-for-like ratio" in summary and "fabric-1.2: not measurable: upstream build: go build" in summary
+    assert "HEAD~3  reference: " in summary and "not in this series" in summary
+    page = (tmp_path / "rep" / "reference" / "fig6" / "index.html").read_text()
+    assert "Beside it: fabric-1.2" in page and "fig6--other/index.html" in page
+    with pytest.raises(HarnessError, match="no regress.json"):
+        R.regress("reference", "fig6", tags="HEAD~3,HEAD", beside="reference/none", **common)
 
 
 def test_drift_in_the_machine_load_is_flagged_once_but_not_confirmed(monkeypatch, doubles, repo, tmp_path):
@@ -183,6 +221,15 @@ def test_a_failed_build_is_named_by_its_step_and_the_tools_diagnosis():
     assert R.build_failure(git) == "upstream build: apply 0002.patch failed (exit 1): error: a.go: patch does not apply"
     assert R.build_failure("upstream build: go build ./x failed (exit 1):\n./x.go:3:1: undefined: y").endswith(
         "(exit 1): ./x.go:3:1: undefined: y")
+    # FastFabric's fork (ec1da6cf) built with Fabric 1.2's recipe: its vendored golang/protobuf deleted
+    go = ("upstream build: go build ./peer failed (exit 1):\n"
+          "vendor/google.golang.org/genproto/googleapis/rpc/status/status.pb.go:18:8: cannot find package "
+          '"github.com/golang/protobuf/ptypes/any" in any of:\n'
+          "\t/usr/local/go/src/github.com/golang/protobuf/ptypes/any (from $GOROOT)\n"
+          "\t/b/gopath/src/github.com/golang/protobuf/ptypes/any (from $GOPATH)")
+    assert R.build_failure(go).endswith('(exit 1): vendor/google.golang.org/genproto/googleapis/rpc/status/'
+                                        'status.pb.go:18:8: cannot find package "github.com/golang/protobuf/ptypes/any" '
+                                        'in any of:')
     assert R.build_failure("no such commit") == "no such commit"
 
 
