@@ -582,16 +582,20 @@ def load_text(load: dict | None) -> str:
     return f"{fmt(load.get('start'))} → {fmt(load.get('end'))}"
 
 
+def point_summaries(runs: list) -> list[tuple[str, dict]]:
+    """``(run id, summary.json)`` of every point of ``runs``, in run and point order."""
+    from .rundir import read_json
+
+    return [(run.path.name, read_json(p)) for run in runs for p in sorted((run.path / "points").glob("*/summary.json"))]
+
+
 def validity_blocks(runs: list) -> list[tuple]:
     """Per point of each run: where its valid count comes from and what that says, the log patterns it
     matched, and the work check (harness/validity.py, docs/validity.md). A ``run`` column where several
     runs are pooled."""
-    from .rundir import read_json
-
     rows = []
     several = len(runs) > 1
-    for summary_path in (p for run in runs for p in sorted((run.path / "points").glob("*/summary.json"))):
-        s = read_json(summary_path)
+    for run_id, s in point_summaries(runs):
         v = s.get("validity") or {}
         invalid = v.get("ledger_invalid") or {}
         logs = {k: n for k, n in (v.get("log_counts") or {}).items() if n}
@@ -603,7 +607,7 @@ def validity_blocks(runs: list) -> list[tuple]:
         else:
             work_text = work.get("status", "no work stated") + (f" ({work['reason']})" if work.get("reason") else "")
         mutations = v.get("mutations")
-        rows.append(([summary_path.parent.parent.parent.name] if several else []) + [s["point"], s["status"], v.get("counts_from", "–"),
+        rows.append(([run_id] if several else []) + [s["point"], s["status"], v.get("counts_from", "–"),
                      fmt(v.get("ledger_valid")) if "ledger_valid" in v else "–",
                      ", ".join(f"{k} {n}" for k, n in invalid.items()) or "none",
                      ", ".join(f"{k} {n}" for k, n in sorted(logs.items())) or "none",
@@ -627,19 +631,16 @@ def validity_blocks(runs: list) -> list[tuple]:
 def timing_blocks(runs: list) -> list[tuple]:
     """Per point of each run: where its wall time went (``timing`` of its summary, harness/timing.py), beside
     the measured window. A ``run`` column where several runs are pooled; nothing when no point has timing."""
-    from .rundir import read_json
-
     rows = []
     several = len(runs) > 1
-    for summary_path in (p for run in runs for p in sorted((run.path / "points").glob("*/summary.json"))):
-        s = read_json(summary_path)
+    for run_id, s in point_summaries(runs):
         t = s.get("timing")
         if not t:
             continue
         run_pb, teardown = t.get("run") or {}, t.get("teardown") or {}
         slowest = ", ".join(f"{role} {fmt(sec)}" for role, sec in
                             sorted((run_pb.get("roles") or {}).items(), key=lambda kv: -kv[1])[:4])
-        rows.append(([summary_path.parent.parent.parent.name] if several else [])
+        rows.append(([run_id] if several else [])
                     + [s["point"], fmt(t.get("wall_s")), fmt(t.get("measured_window_s")),
                        fmt(t.get("wall_over_window")), fmt(run_pb.get("startup_s")), fmt(run_pb.get("wall_s")),
                        fmt(teardown.get("wall_s")), fmt(t.get("collect_s")), slowest or "–"])
