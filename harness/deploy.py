@@ -20,7 +20,7 @@ from typing import Callable
 
 from . import REPO_ROOT
 from .errors import HarnessError
-from .timing import timings_path
+from .timing import mark_playbook, timings_path
 from .tools import require_tool
 
 PLAYBOOKS = REPO_ROOT / "playbooks"
@@ -147,7 +147,7 @@ def _failure_text(log: Path) -> str:
 def start_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,
                    tags: list[str] | None = None) -> subprocess.Popen:
     """Start ``playbook`` (``playbook_path``) with ``variables`` as extra vars, its output appended to ``log``,
-    each task's start to ``timing.timings_path(log)`` (read by ``timing.playbook_times``).
+    its launch and each task's start to ``timing.timings_path(log)`` (read by ``timing.playbook_times``).
 
     It runs in its own session, so a Ctrl-C at the terminal reaches only the
     harness; stop it with ``stop_playbook``.
@@ -162,6 +162,7 @@ def start_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *
         cmd += ["--tags", ",".join(tags)]
     timings = timings_path(log)
     timings.unlink(missing_ok=True)
+    mark_playbook(timings, "launched")
     with open(log, "a", encoding="utf-8") as out:
         out.write("$ " + " ".join(cmd) + "\n")
         out.flush()
@@ -202,5 +203,7 @@ def run_playbook(playbook: str, inventory: Path, variables: dict, log: Path, *,
     except BaseException:
         stop_playbook(proc)
         raise
+    finally:
+        mark_playbook(timings_path(log), "exited")
     if rc != 0:
         raise HarnessError(f"playbook {playbook} failed (exit {rc}){_failure_text(log)}", log=str(log))

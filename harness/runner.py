@@ -179,7 +179,6 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
     started = time.monotonic()
     load_at_start = controller_load_1min()
     status, reason, log, interrupted, watched = "complete", None, None, None, None
-    clock = {"run": [time.time(), None]}  # wall clock around each playbook, for the point's timing
     try:
         watch.start()
         run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=timeout,
@@ -195,12 +194,10 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
     except Interrupted as e:
         status, reason, interrupted = "interrupted", str(e), e
     finally:
-        clock["run"][1] = time.time()
         watch.stop()
         if watched:
             status, reason = "failed", str(watched.args[0])
             log = str(logs / watched.host / watched.log_name) if watched.log_name else str(watch.log)
-        clock["teardown"] = [time.time(), None]
         try:
             run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log",
                          timeout=TEARDOWN_TIMEOUT_S,
@@ -208,13 +205,12 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
         except HarnessError as e:
             if status == "complete":
                 status, reason, log = "failed", f"teardown: {e.args[0]}", e.log
-        clock["teardown"][1] = time.time()
         converting = time.monotonic()
         convert_point(point_dir)
         collect_s = time.monotonic() - converting
     wall_s = time.monotonic() - started
-    timing = point_timing(wall_s, {name: playbook_times(timings_path(logs / f"ansible-{name}.log"), *span)
-                                   for name, span in clock.items()}, collect_s)
+    timing = point_timing(wall_s, {name: playbook_times(timings_path(logs / f"ansible-{name}.log"))
+                                   for name in ("run", "teardown")}, collect_s)
     extra = {"duration_s": round(wall_s, 3), "log": log, "timing": timing,
              "load_average_1min": {"start": load_at_start, "end": controller_load_1min(), "where": "controller"},
              **({"watch": watched.record()} if watched else {})}

@@ -1,7 +1,9 @@
 """Where a point's wall time goes: per play and per role of its playbooks, beside its measured window.
 
 The harness's Ansible callback (playbooks/callback_plugins/fabricrepro_progress.py)
-appends one JSON line per started play and task to ``<playbook log>.timings.jsonl``.
+appends one JSON line per started play and task to ``<playbook log>.timings.jsonl``;
+the harness writes the lines before and after them, when it launches
+ansible-playbook and when that has exited (``mark_playbook``).
 A task lasts until the next one starts (the last until the playbook exits), so
 the times of one playbook add up to its wall time: Ansible's own start-up before
 its first play, then each play. A task of a helper role (the process role that
@@ -16,6 +18,7 @@ measured block's arrival at the committer to the last one's commit. A point's
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -29,8 +32,15 @@ def timings_path(log: Path) -> Path:
     return Path(log).with_suffix(".timings.jsonl")
 
 
-def read_starts(path: Path) -> list[dict]:
-    """The callback's lines of one playbook run, in order (none when it wrote none)."""
+def mark_playbook(path: Path, event: str) -> None:
+    """Append the harness's own line (``launched`` or ``exited``) to a playbook run's timings file,
+    on a line of its own even after a callback line that a kill cut short."""
+    with open(path, "a+b") as f:
+        cut = f.tell() > 0 and (f.seek(-1, 2), f.read(1))[1] != b"\n"
+        f.write((("\n" if cut else "") + json.dumps({"t": time.time(), "playbook": event}) + "\n").encode())
+
+
+def _read_lines(path: Path) -> list[dict]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError:
@@ -44,15 +54,30 @@ def read_starts(path: Path) -> list[dict]:
     return out
 
 
+def read_starts(path: Path) -> list[dict]:
+    """The callback's lines of one playbook run, in order (none when it wrote none)."""
+    return [line for line in _read_lines(path) if "playbook" not in line]
+
+
+def _mark(lines: list[dict], event: str) -> float | None:
+    return next((line["t"] for line in lines if line.get("playbook") == event), None)
+
+
 def _r(seconds: float) -> float:
     return round(max(seconds, 0.0), 2)
 
 
-def playbook_times(path: Path, started: float, ended: float) -> dict:
-    """One playbook run's wall time (``started``/``ended``: wall clock around ansible-playbook) split into
+def playbook_times(path: Path) -> dict:
+    """One playbook run's wall time (from the harness's ``launched`` line to its ``exited`` line) split into
     ``startup_s`` (before its first play), ``plays`` (``[{play, s}]`` in order; a play run twice is
-    listed twice) and ``roles`` (``{role: s}``, tasks outside a role not included)."""
-    starts = read_starts(path)
+    listed twice) and ``roles`` (``{role: s}``, tasks outside a role not included). Without those
+    lines (a harness killed mid-playbook) the wall time spans the callback's own lines."""
+    lines = _read_lines(path)
+    starts = [line for line in lines if "playbook" not in line]
+    if not lines:
+        return {"wall_s": 0.0, "startup_s": 0.0, "plays": [], "roles": {}}
+    started = _mark(lines, "launched") or lines[0]["t"]
+    ended = _mark(lines, "exited") or lines[-1]["t"]
     out = {"wall_s": _r(ended - started), "startup_s": _r((starts[0]["t"] if starts else ended) - started),
            "plays": [], "roles": {}}
     role_of_play = None

@@ -2,15 +2,13 @@
 measured window they are compared with."""
 
 import json
-import subprocess
 import sys
-
 import time
 
 import pandas as pd
+import pytest
 
 from harness import deploy, timing
-from harness.tools import require_tool
 
 
 def _lines(path, rows):
@@ -20,14 +18,16 @@ def _lines(path, rows):
 def test_plays_and_roles_add_up_to_the_wall_time(tmp_path):
     path = tmp_path / "ansible-run.timings.jsonl"
     _lines(path, [
+        {"t": 100.0, "playbook": "launched"},
         {"t": 102.0, "play": "Start Kafka", "role": None, "task": None},
         {"t": 102.5, "play": "Start Kafka", "role": "kafka", "task": "Write the config"},
         {"t": 103.0, "play": "Start Kafka", "role": "process", "task": "Start kafka in the background"},
         {"t": 110.0, "play": "Start Kafka", "role": "kafka", "task": "Wait until each broker listens"},
         {"t": 115.0, "play": "Wait", "role": None, "task": None},
         {"t": 115.0, "play": "Wait", "role": None, "task": "Wait for the block watcher"},
+        {"t": 120.0, "playbook": "exited"},
     ])
-    out = timing.playbook_times(path, started=100.0, ended=120.0)
+    out = timing.playbook_times(path)
     assert out["wall_s"] == 20.0 and out["startup_s"] == 2.0
     assert out["plays"] == [{"play": "Start Kafka", "s": 13.0}, {"play": "Wait", "s": 5.0}]
     # The process role's task (start the broker) is Kafka's time, as the progress line shows it.
@@ -37,12 +37,19 @@ def test_plays_and_roles_add_up_to_the_wall_time(tmp_path):
 
 def test_a_killed_playbook_keeps_what_it_wrote(tmp_path):
     path = tmp_path / "t.jsonl"
-    path.write_text(json.dumps({"t": 1.0, "play": "P", "role": None, "task": None}) + "\n{\"t\": 2.",
-                    encoding="utf-8")
-    out = timing.playbook_times(path, started=0.5, ended=4.0)
-    assert out["plays"] == [{"play": "P", "s": 3.0}] and out["startup_s"] == 0.5
-    assert timing.playbook_times(tmp_path / "none.jsonl", 0.0, 3.0) == \
-        {"wall_s": 3.0, "startup_s": 3.0, "plays": [], "roles": {}}
+    _lines(path, [{"t": 0.5, "playbook": "launched"}, {"t": 1.0, "play": "P", "role": None, "task": None}])
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"t": 2.')  # the callback killed mid-line
+    timing.mark_playbook(path, "exited")
+    out = timing.playbook_times(path)
+    assert out["startup_s"] == 0.5 and out["plays"][0]["play"] == "P"
+    assert out["startup_s"] + out["plays"][0]["s"] == out["wall_s"] > 0.5
+    # A harness killed before it could write "exited": the wall time ends at the last line it has.
+    cut = tmp_path / "cut.jsonl"
+    _lines(cut, [{"t": 0.5, "playbook": "launched"}, {"t": 1.0, "play": "P", "role": None, "task": None},
+                 {"t": 4.0, "play": "P", "role": "r", "task": "T"}])
+    assert timing.playbook_times(cut)["wall_s"] == 3.5
+    assert timing.playbook_times(tmp_path / "none.jsonl") == {"wall_s": 0.0, "startup_s": 0.0, "plays": [], "roles": {}}
 
 
 def test_measured_window_and_wall_over_it():
@@ -66,14 +73,17 @@ def test_the_callback_writes_each_start_of_a_real_playbook(tmp_path):
         "- name: First\n  hosts: localhost\n  gather_facts: false\n  roles: [slow]\n"
         "- name: Second\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
         "    - name: Quick\n      ansible.builtin.debug: {msg: hi}\n", encoding="utf-8")
-    path = tmp_path / "run.timings.jsonl"
-    env = {**deploy.ansible_env(), "FABRICREPRO_TIMINGS": str(path),
-           "ANSIBLE_ROLES_PATH": str(tmp_path / "roles")}
+    inventory = tmp_path / "inventory.ini"
+    inventory.write_text(f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n",
+                         encoding="utf-8")
     started = time.time()
-    subprocess.run([require_tool("ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook),
-                    "-e", f"ansible_python_interpreter={sys.executable}"],
-                   env=env, check=True, capture_output=True, cwd=tmp_path, timeout=120)
-    out = timing.playbook_times(path, started, time.time())
+    deploy.run_playbook(str(playbook), inventory, {}, tmp_path / "run.log", timeout=120)
+    ended = time.time()
+    path = timing.timings_path(tmp_path / "run.log")
+    out = timing.playbook_times(path)
+    # The harness's own launch and exit lines bound the playbook's wall time.
+    assert out["wall_s"] == pytest.approx(ended - started, abs=0.3)
+    assert out["startup_s"] + sum(p["s"] for p in out["plays"]) == pytest.approx(out["wall_s"], abs=0.05)
     assert [p["play"] for p in out["plays"]] == ["First", "Second"]
     assert out["roles"]["slow"] >= 0.6
     assert {"play": "First", "role": "slow", "task": "Take a while"}.items() <= timing.read_starts(path)[1].items()

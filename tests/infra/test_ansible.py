@@ -69,7 +69,7 @@ def test_defaults_prefixed_documented_and_specified(role):
 def test_fully_qualified_modules(role):
     skip = {"name", "tags", "loop", "when", "register", "vars", "notify", "changed_when", "failed_when",
             "environment", "args", "become", "delegate_to", "run_once", "listen", "ignore_errors", "no_log",
-            "loop_control", "until", "retries", "delay", "async", "poll", "check_mode", "any_errors_fatal"}
+            "loop_control", "until", "retries", "delay", "timeout", "check_mode", "any_errors_fatal"}
     # a module the role ships in its own library/ has no collection name (the process role's process_watch)
     own = {p.stem for p in (role / "library").glob("*.py")}
     for f in list((role / "tasks").glob("*.yml")) + list((role / "handlers").glob("*.yml")):
