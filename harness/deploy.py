@@ -62,14 +62,42 @@ def playbook_path(playbook: str) -> Path:
 CALLBACKS = PLAYBOOKS / "callback_plugins"
 
 
+#: Ansible's strategies the harness runs playbooks with (``FABRICREPRO_ANSIBLE_STRATEGY``; the first is the
+#: default). Mitogen's keeps one Python interpreter per host for the whole playbook, where Ansible's own
+#: starts a fresh one for every module call: on 2 shared cores a small task took ~0.35 s with Ansible's
+#: and ~0.08 s with Mitogen's, and a Table I point has about a hundred of them (docs/architecture.md).
+ANSIBLE_STRATEGIES = ("mitogen_linear", "linear")
+
+
+def ansible_strategy() -> str:
+    """The strategy playbooks run with: ``FABRICREPRO_ANSIBLE_STRATEGY``, else Mitogen's."""
+    strategy = os.environ.get("FABRICREPRO_ANSIBLE_STRATEGY") or ANSIBLE_STRATEGIES[0]
+    if strategy not in ANSIBLE_STRATEGIES:
+        raise HarnessError(f"FABRICREPRO_ANSIBLE_STRATEGY={strategy}: use one of {', '.join(ANSIBLE_STRATEGIES)}")
+    return strategy
+
+
+def _strategy_env() -> dict:
+    strategy = ansible_strategy()
+    if strategy == "linear":
+        return {"ANSIBLE_STRATEGY": "linear"}
+    try:
+        import ansible_mitogen
+    except ImportError as e:
+        raise HarnessError("Mitogen for Ansible is not installed (run `invoke setup`), "
+                           "or set FABRICREPRO_ANSIBLE_STRATEGY=linear for Ansible's own strategy") from e
+    return {"ANSIBLE_STRATEGY": strategy,
+            "ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")}
+
+
 def ansible_env() -> dict:
     """The environment of ``ansible-playbook``: the project's config, every roles folder, plain output,
-    the progress callback."""
+    the progress callback, the strategy (``ansible_strategy``)."""
     env = dict(os.environ)
     env.update({"ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
                 "ANSIBLE_ROLES_PATH": os.pathsep.join(str(d) for d in roles_dirs()),
                 "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "ANSIBLE_CALLBACKS_ENABLED": "fabricrepro_progress",
-                "ANSIBLE_FORCE_COLOR": "0", "PYTHONUNBUFFERED": "1"})
+                "ANSIBLE_FORCE_COLOR": "0", "PYTHONUNBUFFERED": "1", **_strategy_env()})
     return env
 
 

@@ -177,8 +177,10 @@ class PlaybookPhases:
         self.tail = lines.pop()
         return lines
 
-    def update(self) -> Phase:
-        """The phase after what the log has gained since the last call."""
+    def updates(self) -> list[Phase]:
+        """Each play or role the log has begun since the last call, as it began (a step shorter than
+        the poll still reaches the run log), then the phase after all of it (last)."""
+        begun = []
         for line in self._read():
             if m := _PLAY.match(line):
                 self.play, self.role, self.task, self.report, self.since = m["name"], None, "", None, self.now()
@@ -187,12 +189,18 @@ class PlaybookPhases:
                 if role != self.role:
                     self.since = self.now()
                 self.role, self.task, self.report = role, m["name"], None
+                if role and (not begun or begun[-1].key != (self.prefix, self.play, role)):
+                    begun.append(self.phase(at=self.since))
             elif m := _REPORT.match(line):
                 self.report = f"{m['text']} on {m['host']}"
-        return self.phase()
+        return begun + [self.phase()]
 
-    def phase(self) -> Phase:
-        """The current phase."""
+    def update(self) -> Phase:
+        """The phase after what the log has gained since the last call."""
+        return self.updates()[-1]
+
+    def phase(self, at: float | None = None) -> Phase:
+        """The current phase, its elapsed time taken at ``at`` (default: now)."""
         where = ""
         if self.role:
             hosts = self.hosts.get(self.role)
@@ -200,5 +208,6 @@ class PlaybookPhases:
         doing = self.report or self.task
         text = (f"{self.prefix}: " if self.prefix else "") + f"{self.play or 'starting'}{where}" \
             + (f": {doing}" if doing else "")
-        return Phase((self.prefix, self.play, self.role), f"{text} ({clock(self.now() - self.since)})", self.report)
+        elapsed = (self.now() if at is None else at) - self.since
+        return Phase((self.prefix, self.play, self.role), f"{text} ({clock(elapsed)})", self.report)
 

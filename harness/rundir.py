@@ -114,6 +114,8 @@ def tool_versions() -> dict:
     import matplotlib
     import pandas
     import pyarrow
+
+    from .deploy import ansible_strategy
     return {
         "python": sys.version.split()[0],
         "pandas": pandas.__version__,
@@ -122,6 +124,7 @@ def tool_versions() -> dict:
         "go": _first_line(["go", "version"]),
         "protoc": _first_line(["protoc", "--version"]),
         "ansible": _first_line(["ansible-playbook", "--version"]),
+        "ansible_strategy": ansible_strategy(),
     }
 
 

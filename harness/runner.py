@@ -171,7 +171,8 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
     def follow(phases: PlaybookPhases, with_watch: bool):
         def poll():
             if progress:
-                progress.phase(point.id, phases.update())
+                for phase in phases.updates():
+                    progress.phase(point.id, phase)
             if with_watch:
                 watch.check()
         return poll

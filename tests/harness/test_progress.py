@@ -74,6 +74,26 @@ def test_playbook_phases_follow_the_log_as_it_is_written(tmp_path):
     assert phases.update().report.startswith("measuring: block 4, 400 of 2000 transferred")
 
 
+def test_a_role_shorter_than_the_poll_still_reaches_the_run_log(tmp_path):
+    """Two plays and their roles written between two polls: each role is a phase of its own, then the last."""
+    log = tmp_path / "ansible-run.log"
+    log.write_text(LOG)
+    phases = PlaybookPhases(log, {"orderer": ["orderer1"], "blockwatch": ["peer1"]}, now=lambda: 0)
+    out = phases.updates()
+    assert [p.text.split(":")[0] for p in out] == ["Start the orderer / role orderer on orderer1",
+                                                  "Wait until the block watcher has seen every transfer / role blockwatch on peer1",
+                                                  "Wait until the block watcher has seen every transfer / role blockwatch on peer1"]
+    assert out[-1].report and phases.updates()[-1].key == out[-1].key
+    t = [0.0]
+    text = io.StringIO()
+    p = Progress(1, stream=text, tty=False, now=lambda: t[0], log=tmp_path / "progress.log")
+    p.start("a")
+    for phase in out:
+        p.phase("a", phase)
+    logged = (tmp_path / "progress.log").read_text()
+    assert "role orderer on orderer1" in logged and "role blockwatch on peer1" in logged
+
+
 def test_phases_on_the_line_and_in_the_run_log(tmp_path):
     """A plain line per new play or role, a waiting task's report at most every PLAIN_EVERY_S; all in the log."""
     t = [0.0]
