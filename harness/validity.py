@@ -121,15 +121,36 @@ def _planned(pattern: dict, parameters: dict) -> bool:
     return bool(name) and float(parameters.get(name) or 0) > 0
 
 
+def log_bytes_at_stop(point_dir: Path, host: str) -> dict[str, int]:
+    """How many bytes each of a host's logs held when teardown began stopping its components
+    (``raw/<host>/log_bytes_at_stop.csv``, written by the process role's stop.sh; empty when absent)."""
+    try:
+        df = pd.read_csv(Path(point_dir) / "raw" / host / "log_bytes_at_stop.csv", dtype={"log": str})
+    except (OSError, ValueError):
+        return {}
+    return {str(r.log): int(r.bytes) for r in df.itertuples()}
+
+
 def scan_logs(point_dir: Path, patterns: list[dict], parameters: dict) -> tuple[dict, list[str]]:
-    """Count every pattern's matching lines over the point's fetched logs: (counts, problems)."""
+    """Count every pattern's matching lines over the point's fetched logs: (counts, problems).
+
+    Only what a log held when teardown began stopping its host's components counts: what a
+    component writes because it, or a component it talks to, is being stopped (a peer that loses
+    its chaincode's stream) says nothing about the run."""
     compiled = [(p, re.compile(p["regex"], re.M)) for p in [*COMMON_PATTERNS, *patterns]]
     counts = {p["name"]: 0 for p, _ in compiled}
     first: dict[str, str] = {}
+    at_stop: dict[str, dict[str, int]] = {}
     for log in sorted(Path(point_dir).glob("logs/*/*")):
         if not log.is_file() or log.name.startswith("ansible-"):
             continue  # the harness's own playbook output quotes commands, not components
-        text = log.read_text(encoding="utf-8", errors="replace")
+        host = log.parent.name
+        if host not in at_stop:
+            at_stop[host] = log_bytes_at_stop(point_dir, host)
+        data = log.read_bytes()
+        if log.name in at_stop[host]:
+            data = data[:at_stop[host][log.name]]
+        text = data.decode("utf-8", errors="replace")
         component = log.name.rsplit(".", 1)[0]  # <process_name>.log / .out
         for p, rx in compiled:
             if component not in p.get("components", [component]) or component in p.get("components_except", []):

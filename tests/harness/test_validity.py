@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness import validity
+from harness import REPO_ROOT as REPO, validity
 from harness.errors import HarnessError
 
 
@@ -90,6 +90,28 @@ def test_log_scan_counts_and_fails_on_unexpected_patterns(tmp_path):
     assert len(problems) == 3
     assert any(p.startswith("1 log line(s) of bad_creator_signature") and "localhost/peer.log" in p
                for p in problems)
+
+
+def test_what_a_log_gets_once_the_stop_began_is_not_counted(tmp_path):
+    """The process role's stop.sh notes each log's length before it stops anything; a peer's complaint that
+    its chaincode went away (written during the stop) is then not a problem, one written before it is."""
+    import subprocess
+
+    work = tmp_path / "work"
+    (work / "peer").mkdir(parents=True)
+    before = "x BAD_CREATOR_SIGNATURE\n"
+    (work / "peer" / "peer.log").write_text(before)
+    stop_sh = REPO / "playbooks" / "roles" / "process" / "files" / "stop.sh"
+    subprocess.run(["sh", str(stop_sh), "1", "--components", str(work), "peer"], check=True, timeout=30)
+    with open(work / "peer" / "peer.log", "a") as f:  # as the peer would while its chaincode is stopped
+        f.write("panic: the stream is gone\nBAD_CREATOR_SIGNATURE\n")
+    point = tmp_path / "point"
+    write_log(point, "peer.log", (work / "peer" / "peer.log").read_text())
+    (point / "raw" / "localhost").mkdir(parents=True)
+    (point / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text((work / "log_bytes_at_stop.csv").read_text())
+    assert validity.log_bytes_at_stop(point, "localhost") == {"peer.log": len(before)}
+    counts, problems = validity.scan_logs(point, PATTERNS, {})
+    assert counts["bad_creator_signature"] == 1 and counts["go_panic"] == 0 and len(problems) == 1
 
 
 def test_planned_conflicts_are_counted_but_do_not_fail(tmp_path):

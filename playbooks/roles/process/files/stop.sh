@@ -43,6 +43,12 @@ stop_one() {
 if [ "${1:-}" = --components ]; then
   work=$2
   shift 2
+  # How far each log had got when the stop began (log_bytes_at_stop.csv, fetched with the raw
+  # data): what a component logs because it or a peer of it is being stopped (e.g. a peer losing
+  # its chaincode's stream) is not evidence about the run (harness/validity.py scan_logs).
+  { echo log,bytes
+    find "$work" -type f \( -name '*.log' -o -name '*.out' \) ! -name '[0-9][0-9][0-9][0-9][0-9][0-9].log' \
+      -printf '%f,%s\n' 2>/dev/null; } > "$work/log_bytes_at_stop.csv" || true
   for role in "$@"; do
     [ -f "$work/$role/$role.pid" ] && stop_one "$work/$role/$role.pid"
   done
