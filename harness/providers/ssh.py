@@ -534,7 +534,9 @@ class SshProvider(Provider):
     def host_vars(self, host: str) -> dict:
         if host not in self.user_vars:
             raise HarnessError(f"{self.name} provider: unknown host {host!r} (call up() first)")
-        v = dict(self.user_vars[host])
+        # Mitogen's strategy (harness/deploy.py) does not survive interpreter discovery ("EOF on
+        # stream"): a host whose inventory names no interpreter gets the one the examples name.
+        v = {"ansible_python_interpreter": "/usr/bin/python3", **self.user_vars[host]}
         v.update({"fabricrepro_work_root": self.remote_work_root,
                   "fabricrepro_bin_dir": f"{self.remote_work_root}/bin",
                   "fabricrepro_copy_binaries": True,

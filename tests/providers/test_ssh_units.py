@@ -172,6 +172,9 @@ def test_host_vars_add_the_provider_variables(tmp_path):
     assert v["fabricrepro_copy_binaries"] is True
     assert v["fabricrepro_address"] == "10.0.0.5"         # private_ip first
     assert v["fabricrepro_become"] is True                # tc and apt need root; repro is not
+    assert v["ansible_python_interpreter"] == "/usr/bin/python3"  # Mitogen needs it named
+    p.user_vars["peer-0"]["ansible_python_interpreter"] = "/opt/py/bin/python3"
+    assert p.host_vars("peer-0")["ansible_python_interpreter"] == "/opt/py/bin/python3"  # the inventory's wins
     targets = p.monitor_targets({"peer": ["peer-0"]})
     assert [(t.host, t.address, t.port, t.device, t.external) for t in targets] == \
         [("peer-0", "203.0.113.5", 9100, None, True)]    # scraped where the controller reaches it
