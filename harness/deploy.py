@@ -9,6 +9,7 @@ directory; a failure raises with the path of that log.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -66,11 +67,16 @@ CALLBACKS = PLAYBOOKS / "callback_plugins"
 #: default). Mitogen's keeps one Python interpreter per host for the whole playbook, where Ansible's own
 #: starts a fresh one for every module call: on 2 shared cores a small task took ~0.35 s with Ansible's
 #: and ~0.08 s with Mitogen's, and a Table I point has about a hundred of them (docs/architecture.md).
-ANSIBLE_STRATEGIES = ("mitogen_linear", "linear")
+#: ``mitogen_unpinned`` is Mitogen's linear strategy without its CPU pinning, which the components
+#: inherited (playbooks/strategy_plugins/mitogen_unpinned.py).
+ANSIBLE_STRATEGIES = ("mitogen_unpinned", "linear")
+
+#: The harness's strategy plugins.
+STRATEGIES = PLAYBOOKS / "strategy_plugins"
 
 
 def ansible_strategy() -> str:
-    """The strategy playbooks run with: ``FABRICREPRO_ANSIBLE_STRATEGY``, else Mitogen's."""
+    """The strategy playbooks run with: ``FABRICREPRO_ANSIBLE_STRATEGY``, else Mitogen's, unpinned."""
     strategy = os.environ.get("FABRICREPRO_ANSIBLE_STRATEGY") or ANSIBLE_STRATEGIES[0]
     if strategy not in ANSIBLE_STRATEGIES:
         raise HarnessError(f"FABRICREPRO_ANSIBLE_STRATEGY={strategy}: use one of {', '.join(ANSIBLE_STRATEGIES)}")
@@ -81,13 +87,10 @@ def _strategy_env() -> dict:
     strategy = ansible_strategy()
     if strategy == "linear":
         return {"ANSIBLE_STRATEGY": "linear"}
-    try:
-        import ansible_mitogen
-    except ImportError as e:
+    if importlib.util.find_spec("ansible_mitogen") is None:
         raise HarnessError("Mitogen for Ansible is not installed (run `invoke setup`), "
-                           "or set FABRICREPRO_ANSIBLE_STRATEGY=linear for Ansible's own strategy") from e
-    return {"ANSIBLE_STRATEGY": strategy,
-            "ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")}
+                           "or set FABRICREPRO_ANSIBLE_STRATEGY=linear for Ansible's own strategy")
+    return {"ANSIBLE_STRATEGY": strategy, "ANSIBLE_STRATEGY_PLUGINS": str(STRATEGIES)}
 
 
 def ansible_env() -> dict:
