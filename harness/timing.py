@@ -54,9 +54,13 @@ def _read_lines(path: Path) -> list[dict]:
     return out
 
 
+def _starts(lines: list[dict]) -> list[dict]:
+    return [line for line in lines if "playbook" not in line]  # the harness's own lines name the playbook
+
+
 def read_starts(path: Path) -> list[dict]:
     """The callback's lines of one playbook run, in order (none when it wrote none)."""
-    return [line for line in _read_lines(path) if "playbook" not in line]
+    return _starts(_read_lines(path))
 
 
 def _mark(lines: list[dict], event: str) -> float | None:
@@ -73,7 +77,7 @@ def playbook_times(path: Path) -> dict:
     listed twice) and ``roles`` (``{role: s}``, tasks outside a role not included). Without those
     lines (a harness killed mid-playbook) the wall time spans the callback's own lines."""
     lines = _read_lines(path)
-    starts = [line for line in lines if "playbook" not in line]
+    starts = _starts(lines)
     if not lines:
         return {"wall_s": 0.0, "startup_s": 0.0, "plays": [], "roles": {}}
     started = _mark(lines, "launched") or lines[0]["t"]
