@@ -19,12 +19,14 @@ anything is deployed:
    ``playbooks/provider-preflight.yml``, which also records each host's facts
    (CPU model, vCPUs, memory, kernel, distribution) for the run's metadata;
 3. starts node-exporter on every host (``playbooks/node-exporter.yml``): a
-   process with a PID file under ``<work_root>/node-exporter/``. An exporter
+   process with a PID file under ``<work_root>/<host>/node-exporter/``. An exporter
    that already answers on the port (the Debian package's service) is reused
    and left running.
 
 The component roles copy the built commands from the controller to
-``<work_root>/bin`` (``fabricrepro_copy_binaries``). ``apply_links`` shapes
+``<work_root>/bin`` (``fabricrepro_copy_binaries``); each host keeps its points'
+working files under ``<work_root>/<host>/``, so servers that share a filesystem
+do not share them. ``apply_links`` shapes
 links with ``tc`` on the sending host (netem delay, htb rate) and
 ``set_link_delay`` changes each netem's delay between points; ``down`` stops
 the exporters it started and removes the shaping. Everything the provider
@@ -537,7 +539,11 @@ class SshProvider(Provider):
         # Mitogen's strategy (harness/deploy.py) does not survive interpreter discovery ("EOF on
         # stream"): a host whose inventory names no interpreter gets the one the examples name.
         v = {"ansible_python_interpreter": "/usr/bin/python3", **self.user_vars[host]}
-        v.update({"fabricrepro_work_root": self.remote_work_root,
+        # Each host works under <work_root>/<host>: servers that share a filesystem (an NFS
+        # home, or the netns servers of the tests) would otherwise share one point directory,
+        # pack each other's logs and remove it under each other. The commands are the same
+        # files for every host, so they are shared.
+        v.update({"fabricrepro_work_root": f"{self.remote_work_root}/{host}",
                   "fabricrepro_bin_dir": f"{self.remote_work_root}/bin",
                   "fabricrepro_copy_binaries": True,
                   "fabricrepro_address": self._address(host),

@@ -168,7 +168,8 @@ def test_host_vars_add_the_provider_variables(tmp_path):
     p.user_vars = {"peer-0": {"ansible_host": "203.0.113.5", "private_ip": "10.0.0.5", "ansible_user": "repro"}}
     v = p.host_vars("peer-0")
     assert v["ansible_host"] == "203.0.113.5" and v["ansible_user"] == "repro"
-    assert v["fabricrepro_work_root"] == "/srv/repro" and v["fabricrepro_bin_dir"] == "/srv/repro/bin"
+    # a host's points under its own directory (servers may share a filesystem), the commands shared
+    assert v["fabricrepro_work_root"] == "/srv/repro/peer-0" and v["fabricrepro_bin_dir"] == "/srv/repro/bin"
     assert v["fabricrepro_copy_binaries"] is True
     assert v["fabricrepro_address"] == "10.0.0.5"         # private_ip first
     assert v["fabricrepro_become"] is True                # tc and apt need root; repro is not
