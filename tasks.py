@@ -229,12 +229,17 @@ def validate(c, file=None):
     "page": "a page of its own beside the system's (reports/regress/<system>/<experiment>--<page>), e.g. for --repo",
     "beside": "another system's page of the experiment (its folder under reports/regress) shown commit by commit "
               "beside this series, untested (each system runs its own driver)",
+    "fresh": "measure every commit anew (default: reuse the newest stored run of its build with enough points)",
 })
-def regress(c, system, experiment, commits=None, tags=None, variant=None, repeat=5, scale="smoke", bisect=False,
-            batches=1, repo=None, metric=None, page=None, beside=None):
+def regress(c, system=None, experiment=None, commits=None, tags=None, variant=None, repeat=5, scale="smoke",
+            bisect=False, batches=1, repo=None, metric=None, page=None, beside=None, fresh=False):
     """Track a metric across commits: build each once, run with repetitions, call changes by a stated test."""
     from harness.regress import main_summary, regress as run
+    # optional here so that `invoke regress --help` works; required for a run
+    missing = [f"--{name}" for name, value in (("system", system), ("experiment", experiment)) if not value]
+    if missing:
+        raise Exit(f"error: regress needs {' and '.join(missing)} (invoke regress --help)", code=1)
     doc = _guard(run, system, experiment, commits, repeat=int(repeat), scale=scale, bisect=bisect,
                  batches=int(batches), repo=repo, tags=tags, variant=variant, metric=metric, page=page,
-                 beside=beside)
+                 beside=beside, fresh=fresh)
     print(main_summary(doc))

@@ -28,6 +28,9 @@ commit, one run at a time under the network lock (regress takes it itself), and
 its runs are stored keyed by commit in
 ``results/regress/<system>/<key>/<paper>/<experiment>/<run-id>/`` (the key:
 the build key for the reference build, the commit for an upstream system).
+A later call reuses the newest stored run of the same build key that has
+enough points of the metric (a failed run has none); ``fresh`` (``--fresh``)
+measures every commit anew instead.
 
 A change between two samples is called by a stated test, never by eye:
 
@@ -523,8 +526,12 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
             bisect: bool = False, batches: int = 1, repo: Path | None = None, root: Path | None = None,
             results: Path | None = None, reports: Path | None = None, log=None, tags: str | None = None,
             variant: str | None = None, systems_dir: Path | None = None, builds: Path | None = None,
-            metric: str | None = None, page: str | None = None, beside: str | None = None) -> dict:
+            metric: str | None = None, page: str | None = None, beside: str | None = None,
+            fresh: bool = False) -> dict:
     """Build and measure ``commits`` or ``tags`` (see the module docstring); write regress.json and index.html.
+
+    ``fresh``: measure every commit anew, never reusing a stored run (e.g. after a change of the
+    machine, or when the stored runs were taken under a load the page should not rest on).
 
     ``metric``: another metric of the experiment's points than its own (its page then lives in
     ``<experiment>--<metric>``), e.g. one the driver yields without an instrumentation patch.
@@ -563,17 +570,17 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
            "repeat": repeat, "test": TEST, "alpha": ALPHA, "min_change": MIN_CHANGE, "level": LEVEL,
            "min_points": min_points(), "repo": str(repo), "repository": tracked.get("repository"),
            "variant": tracked.get("variant"), "metric_option": chosen_metric, "driver": experiment["driver"],
-           "commits_spec": commits or f"--tags {tags}",
+           "commits_spec": commits or f"--tags {tags}", "fresh": fresh,
            "load_average_start": os.getloadavg(), "cores": os.cpu_count(), "commits": []}
 
     by_key = {}  # commits with one key built identical binaries: one sample (or one reason) serves them all
 
-    def measured(commit, fresh=False, repeat_=repeat):
-        if commit["key"] in by_key and not fresh:
+    def measured(commit, again=False, repeat_=repeat):
+        if commit["key"] in by_key and not again:
             return {**by_key[commit["key"]], **commit, "reused": True}
         try:
             bin_dir, build_s = build(tracked, commit, root, log)
-            m = measure(tracked, commit, bin_dir, paper, experiment, scale, repeat_, store, fresh=fresh)
+            m = measure(tracked, commit, bin_dir, paper, experiment, scale, repeat_, store, fresh=again or fresh)
         except NotMeasurable as e:
             log(f"regress: {commit['short']} not measurable: {e}")
             row = {**commit, "not_measurable": str(e), "values": [], "runs": []}
@@ -626,7 +633,7 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
     if batches > 1:
         # One run of batches x repeat points (each point a fresh deployment), cut in order into batches:
         # one lock hold instead of one per batch on a machine others share.
-        whole = measured(series[0], fresh=True, repeat_=batches * repeat)
+        whole = measured(series[0], again=True, repeat_=batches * repeat)
         if whole.get("not_measurable"):
             raise HarnessError(f"--batches: {series[0]['short']} is not measurable: {whole['not_measurable']}")
         rows = []

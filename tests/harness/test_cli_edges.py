@@ -4,6 +4,7 @@ Commands run through `invoke` in a subprocess where the parsing is the point;
 none of them gets as far as deploying anything.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -32,10 +33,17 @@ def test_reproduce_help_works():
     assert "--paper" in out.stdout and "--resume" in out.stdout
 
 
-def test_report_and_validate_help_work():
-    for name in ("report", "validate"):
+def test_every_task_s_help_works():
+    tasks = [t["name"] for t in json.loads(invoke("--list", "--list-format=json").stdout)["tasks"]]
+    assert {"report", "validate", "regress", "reproduce"} <= set(tasks)
+    for name in tasks:
         out = invoke(name, "--help")
-        assert out.returncode == 0 and "Usage:" in out.stdout, out.stderr
+        assert out.returncode == 0 and "Usage:" in out.stdout, (name, out.stderr)
+
+
+def test_regress_without_its_system_names_what_is_missing():
+    out = invoke("regress", "--experiment", "fastfabric:table1-end-to-end")
+    assert out.returncode == 1 and "regress needs --system" in out.stderr
 
 
 def test_validate_takes_the_file_as_the_readme_writes_it():

@@ -273,3 +273,23 @@ def test_network_lock_is_reentrant_and_released(monkeypatch, tmp_path):
             pass
     with open(tmp_path / "network.lock") as f:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if still held
+
+
+def test_fresh_measures_every_commit_anew(monkeypatch, doubles, repo, tmp_path):
+    """--fresh asks measure() never to reuse a stored run; without it, a stored run may serve."""
+    asked = []
+    measure_double = R.measure  # the fixture's TEST DOUBLE
+
+    def recording(*args, fresh=False, **kwargs):
+        asked.append(fresh)
+        return measure_double(*args, fresh=fresh, **kwargs)
+
+    monkeypatch.setattr(R, "measure", recording)
+    kw = dict(repeat=5, repo=repo, root=tmp_path / "b", results=tmp_path / "r", reports=tmp_path / "rep",
+              log=lambda _: None)
+    doc = R.regress("reference", "fig6", tags="HEAD~3,HEAD", **kw)
+    # the two releases' samples may be stored ones; the re-measurement of a flagged step never is
+    assert asked[:2] == [False, False] and len(asked) > 2 and all(asked[2:]) and doc["fresh"] is False
+    asked.clear()
+    doc = R.regress("reference", "fig6", tags="HEAD~3,HEAD", fresh=True, **kw)
+    assert asked and all(asked) and doc["fresh"] is True
