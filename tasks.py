@@ -86,7 +86,8 @@ def test(c):
     "set": "override a parameter: name=value (repeatable)",
     "variant": "run only this variant of the experiment (repeatable; default: every runnable one)",
     "inventory": "ssh: your Ansible inventory, one group per topology role (infra/inventories/*.example.yml)",
-    "remote_work_root": "ssh/aws: working directory on the servers (default /var/tmp/fabricrepro): bin/ shared, each host's points under <dir>/<host>/",
+    "remote_work_root": "ssh/aws: working directory on the servers (default /var/tmp/fabricrepro): bin/ shared, "
+                        "each host's points under <dir>/<host>/",
     "preflight": "ssh/aws: check reachability, OS, cores, memory and clock before deploying (default on)",
     "clock_sync": "ssh/aws: require a synchronised clock in the preflight (default on)",
     "ami_id": "aws: the Ubuntu AMI of the region (required)",
