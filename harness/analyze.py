@@ -436,10 +436,11 @@ def _judge(claim: dict, experiment: dict, groups: list[dict], context: dict) -> 
     if claim["compare"] == "absolute":
         cores = (context.get("paper_hardware") or {}).get("cores") if isinstance(
             context.get("paper_hardware"), dict) else None
-        if cores is None or cores != context.get("cores") or context.get("scale") != "paper":
+        here, _ = _cores_of(groups, context)  # the cores the points ran on, not merely the host's
+        if cores is None or cores != here or context.get("scale") != "paper":
             return verdict("not comparable",
                            f"an absolute value needs the paper's hardware and scale (paper: {cores or 'unknown'} "
-                           f"cores, scale paper; here: {context.get('cores')} cores, scale {context.get('scale')})")
+                           f"cores, scale paper; here: {here} cores, scale {context.get('scale')})")
 
     ratio = claim["compare"] == "ratio"
     num, why, note_n = _side(claim, "numerator" if ratio else None, experiment, groups, context)

@@ -200,8 +200,9 @@ def _draw_lines(ax, x, variants, labels, groups, published, metric, build="", se
     return plotted
 
 
-def caption(run_meta: dict, summary: dict, resolved: dict) -> str:
-    """Build, provider, cores, scale and repetitions of the runs behind a figure (``run_meta``: the newest)."""
+def caption(run_meta: dict, summary: dict, resolved: dict, cores=None) -> str:
+    """Build, provider, cores, scale and repetitions of the runs behind a figure (``run_meta``: the newest;
+    ``cores``: those the pooled runs' points ran on, ``rundir.run_cores``; else the host's)."""
     host = run_meta.get("host") or {}
     pts = summary["points"]
     notes = sorted({d["note"] for d in ((run_meta.get("build") or {}).get("drivers") or {}).values() if d.get("note")})
@@ -210,7 +211,8 @@ def caption(run_meta: dict, summary: dict, resolved: dict) -> str:
     which = (f"{len(runs)} runs pooled ({', '.join(runs)}; newest {run_meta['status']})" if pooled
              else f"run {run_meta['run_id']} ({run_meta['status']})")
     return (f"Build: {build_text(run_meta)}; provider: {run_meta.get('provider')}; "
-            f"{host.get('cores')} cores ({host.get('cpu_model')}); scale: {run_meta.get('scale')}; "
+            f"{cores_text(host.get('cores') if cores is None else cores)} ({host.get('cpu_model')}); "
+            f"scale: {run_meta.get('scale')}; "
             f"{which}, {pts['complete']} of {pts['total']} points complete, "
             + ("their repetitions pooled per configuration (n in the table). " if pooled
                else f"{resolved.get('repetitions')} repetition(s) per configuration. ")
@@ -711,7 +713,7 @@ def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) 
     blocks += runs_blocks(selection)
     kind = (run.metadata.get("build") or {}).get("kind", "")
     png = draw_figure(stored, summary, kind)
-    cap = caption(run.metadata, summary, resolved)
+    cap = caption(run.metadata, summary, resolved, selection.configuration["cores"])
     if png:
         blocks.append(("img", figure_name, png, cap))
     else:

@@ -374,16 +374,20 @@ def configuration(run: "Run") -> dict:
 
 
 def run_cores(run: "Run", resolved: dict | None = None) -> int | list[int] | None:
-    """The cores a run's points ran on. Where the ``cpus`` parameter is set or swept: the effective CPUs
-    its points' processes were allowed, read back from the hosts (``point_cpus``; one value, or the sorted
-    values of a sweep), or the values asked for where no point recorded them; without it the host's cores."""
+    """The cores a run's points ran on: the effective CPUs their processes were allowed, read back from
+    the hosts (``point_cpus``; one value, or the sorted values where points differ, e.g. a ``cpus``
+    sweep). Where no point recorded them: the ``cpus`` parameter's values, else the host's cores.
+
+    Read back even without the ``cpus`` parameter: a process can be confined by something the harness
+    did not ask for (Mitogen's strategy pinned every component to one CPU of two), and such a run must
+    not be pooled with runs that had both."""
     resolved = resolved if resolved is not None else run.stored("resolved")
     fixed = (resolved.get("parameters") or {}).get("cpus")
     asked = (resolved.get("sweep") or {}).get("cpus") or (fixed.get("value") if isinstance(fixed, dict) else fixed)
-    if asked is None:
-        return (run.metadata.get("host") or {}).get("cores")
     effective = sorted({cpus["effective"] for point in sorted((run.path / "points").iterdir())
                         if (cpus := point_cpus(point))}) if (run.path / "points").is_dir() else []
+    if not effective and asked is None:
+        return (run.metadata.get("host") or {}).get("cores")
     values = effective or (asked if isinstance(asked, list) else [asked])
     return values[0] if len(values) == 1 else values
 

@@ -32,10 +32,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def make_sweep_run(results, root, name: str, ratios: dict, *, fixed_cpus: int | None = None,
-                   started="2026-01-01T00:00:00Z", read_back: bool = True) -> Run:
+                   started="2026-01-01T00:00:00Z", read_back: bool = True, asked: bool = True) -> Run:
     """A TEST DOUBLE of a complete run of mini/bench at batch_timeout_ms=100 sweeping cpus (or with
     ``fixed_cpus`` set): ``ratios`` maps cpus to each repetition's quick/slow throughput ratio (slow:
-    1000 tx/s). Each point records its processes' CPUs (0..cpus-1) unless ``read_back`` is False."""
+    1000 tx/s). Each point records its processes' CPUs (0..cpus-1) unless ``read_back`` is False.
+    ``asked`` False: the run sets no ``cpus`` parameter at all, and its processes were confined to
+    those CPUs by something else."""
     import yaml
     paper = yaml.safe_load((root / "papers" / "mini.yaml").read_text())
     experiment = next(e for e in paper["experiments"] if e["id"] == "bench")
@@ -47,14 +49,15 @@ def make_sweep_run(results, root, name: str, ratios: dict, *, fixed_cpus: int | 
     for cpus, values in sorted(ratios.items()):
         for rep, ratio in enumerate(values):
             for variant, tps in (("slow", 1000), ("quick", 1000 * ratio)):
-                sweep = {"batch_timeout_ms": 100, **({} if fixed_cpus else {"cpus": cpus})}
+                sweep = {"batch_timeout_ms": 100, **({} if fixed_cpus or not asked else {"cpus": cpus})}
                 point_id = f"{variant}__" + "__".join(f"{k}={v}" for k, v in sweep.items()) + f"__r{rep}"
                 points.append(point_id)
                 d = path / "points" / point_id
                 (d / "raw" / "localhost").mkdir(parents=True)
                 write_json(d / "point.json", {"schema_version": SCHEMA_VERSION, "id": point_id, "variant": variant,
                                               "system": "base", "sweep": sweep, "repetition": rep, "switches": {},
-                                              "parameters": {"block_size": 10, "cpus": cpus, **sweep}})
+                                              "parameters": {"block_size": 10, **({"cpus": cpus} if asked else {}),
+                                                             **sweep}})
                 write_table(_blocks(tps), d / "blocks.parquet", "blocks")
                 if read_back:
                     allowed = "0" if cpus == 1 else f"0-{cpus - 1}"
@@ -65,7 +68,7 @@ def make_sweep_run(results, root, name: str, ratios: dict, *, fixed_cpus: int | 
                   **({"cpus": {"value": fixed_cpus, "source": "cli"}} if fixed_cpus else {})}
     write_yaml(path / "resolved.yaml", {"schema_version": SCHEMA_VERSION, "scale": "smoke", "repetitions": 3,
                                         "parameters": parameters,
-                                        "sweep": {"batch_timeout_ms": [100], **({} if fixed_cpus else
+                                        "sweep": {"batch_timeout_ms": [100], **({} if fixed_cpus or not asked else
                                                                                 {"cpus": sorted(ratios)})},
                                         "variants": {}, "not_runnable_variants": {"future": "not built"},
                                         "points": points})
@@ -150,6 +153,21 @@ def test_runs_with_other_cpus_are_other_configurations_and_the_report_draws_the_
     assert "Trend model: log-linear in log2(cores)" in md and "Caveat: an extrapolation" in md
     assert (out / "figures" / "bench-cores-c1.png").stat().st_size > 1000
     assert "| c1 | 64 (the paper's, trend) |" in md
+
+
+def test_a_run_confined_to_fewer_cpus_than_asked_for_is_never_pooled_with_one_that_was_not(root, tmp_path):
+    """No ``cpus`` parameter in either run, but the first one's processes could use 1 CPU of the host's 2
+    (as Mitogen's strategy once confined them): its points read that back, so it is another configuration,
+    and a report of it alone says 1 core, not the host's 2."""
+    results = tmp_path / "results"
+    make_sweep_run(results, root, "pinned", {1: [1.0, 1.02, 0.98]}, asked=False, started="2026-01-01T00:00:00Z")
+    make_sweep_run(results, root, "whole", {2: [1.0, 1.01, 0.99]}, asked=False, started="2026-01-02T00:00:00Z")
+    chosen = select_runs(results, "mini", "bench")
+    assert [r.id for r in chosen.pooled] == ["whole"] and chosen.configuration["cores"] == 2
+    assert next(r for r in chosen.listed if r["run_id"] == "pinned")["why"] == "another configuration: cores 1, not 2"
+    out = render_paper("mini", results, tmp_path / "reports", root / "papers", runs=[results / "mini/bench/pinned"])
+    md = (out / "report.md").read_text()
+    assert "; 1 cores (Test CPU);" in md and "2 cores" not in md
 
 
 def test_cpus_not_read_back_counts_as_asked_and_says_so(root, tmp_path):
