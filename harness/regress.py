@@ -29,8 +29,9 @@ its runs are stored keyed by commit in
 ``results/regress/<system>/<key>/<paper>/<experiment>/<run-id>/`` (the key:
 the build key for the reference build, the commit for an upstream system).
 A later call reuses the newest stored run of the same build key that has
-enough points of the metric (a failed run has none); ``fresh`` (``--fresh``)
-measures every commit anew instead.
+enough points of the metric (a failed run has none) and whose points ran on
+the cores the harness may use now; ``fresh`` (``--fresh``) measures every
+commit anew instead.
 
 A change between two samples is called by a stated test, never by eye:
 
@@ -84,7 +85,7 @@ from pathlib import Path
 from . import REPO_ROOT, SCHEMA_VERSION, upstream
 from .catalogue import list_papers, load_paper
 from .errors import HarnessError
-from .rundir import read_json, write_json
+from .rundir import Run, read_json, run_cores, write_json
 
 ALPHA = 0.05
 MIN_CHANGE = 0.10
@@ -465,6 +466,8 @@ def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: 
         for run in reversed(stored_runs(results, paper, experiment["id"])):
             if (read_json(run / "metadata.json").get("regress") or {}).get("build_key") != commit.get("build_key"):
                 continue  # built with another patch series (or toolchain): not this build's sample
+            if run_cores(Run.open(run)) != len(os.sched_getaffinity(0)):
+                continue  # its points ran on other cores than the harness may use now (e.g. confined to one)
             values = samples(run, metric)
             if len(values) >= repeat:
                 return {"values": values, "runs": [str(run)], "seconds": 0.0, "reused": True}

@@ -11,6 +11,7 @@ gives that demonstration), so that the search itself is what is tested.
 import fcntl
 import json
 import math
+import os
 import random
 import subprocess
 
@@ -293,3 +294,41 @@ def test_fresh_measures_every_commit_anew(monkeypatch, doubles, repo, tmp_path):
     asked.clear()
     doc = R.regress("reference", "fig6", tags="HEAD~3,HEAD", fresh=True, **kw)
     assert asked and all(asked) and doc["fresh"] is True
+
+
+def test_a_stored_run_is_reused_only_when_its_points_ran_on_the_cores_available_now(monkeypatch, tmp_path):
+    """measure() itself, with a stored run written as regress stores one (TEST DOUBLE of its files):
+    reused while its points read back the CPUs this process may use; measured again (here: the
+    reproduce double is called) once its points read back fewer, as a run Mitogen pinned did."""
+    cpus = len(os.sched_getaffinity(0))
+    store, commit = tmp_path / "store", {"key": "k1", "build_key": "b1", "sha": "a" * 40}
+    run = store / "k1" / "mini" / "bench" / "r1"
+    for rep in range(5):
+        point = run / "points" / f"v__r{rep}"
+        (point / "raw" / "localhost").mkdir(parents=True)
+        (point / "summary.json").write_text(json.dumps({"schema_version": 1, "status": "complete", "valid": True,
+                                                        "repetition": rep,
+                                                        "variant": "v", "sweep": {}, "metrics": {"tps": 100 + rep}}))
+    (run / "metadata.json").write_text(json.dumps({
+        "schema_version": 1, "paper": "mini", "experiment": "bench", "run_id": "r1", "status": "complete",
+        "started_utc": "2026-01-01T00:00:00Z", "host": {"cores": cpus}, "regress": {"build_key": "b1"}}))
+    (run / "resolved.yaml").write_text("parameters: {}\nsweep: {}\n")
+    called = []
+    monkeypatch.setattr("harness.reproduce.reproduce", lambda *a, **k: called.append(1) or [])
+    monkeypatch.setattr(R, "NETWORK_LOCK", str(tmp_path / "network.lock"))
+    experiment = {"id": "bench", "metric": "tps"}
+    tracked = {"system": "fabric-1.2", "variant": "v", "repo": tmp_path, "driver": "end-to-end"}
+
+    def allowed(n):
+        for point in (run / "points").iterdir():
+            (point / "raw" / "localhost" / "affinity_peer.csv").write_text(
+                f'component,pid,cpus_allowed_list\npeer,1,"{"0" if n == 1 else f"0-{n - 1}"}"\n')
+
+    allowed(cpus)
+    m = R.measure(tracked, commit, tmp_path, "mini", experiment, "smoke", 5, store)
+    assert m["reused"] and m["values"] == [100, 101, 102, 103, 104] and not called
+    if cpus > 1:
+        allowed(1)
+        with pytest.raises(R.NotMeasurable, match="no run of bench was made"):
+            R.measure(tracked, commit, tmp_path, "mini", experiment, "smoke", 5, store)
+        assert called == [1]
