@@ -574,7 +574,7 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
            "min_points": min_points(), "repo": str(repo), "repository": tracked.get("repository"),
            "variant": tracked.get("variant"), "metric_option": chosen_metric, "driver": experiment["driver"],
            "commits_spec": commits or f"--tags {tags}", "fresh": fresh,
-           "load_average_start": os.getloadavg(), "cores": os.cpu_count(), "commits": []}
+           "load_average_start": os.getloadavg(), "cores": len(os.sched_getaffinity(0)), "commits": []}
 
     by_key = {}  # commits with one key built identical binaries: one sample (or one reason) serves them all
 
