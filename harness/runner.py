@@ -41,7 +41,7 @@ from .deploy import role_defaults, run_playbook
 from .errors import HarnessError, Interrupted
 from .plan import Point
 from .progress import PlaybookPhases, Progress
-from .rundir import Run, write_json
+from .rundir import Run, cpu_set, point_cpus, write_json
 from .timing import playbook_times, point_timing, timings_path
 from .watch import PointWatch, WatchFailure
 
@@ -87,6 +87,26 @@ def role_variables(point: Point, companions: list[str] = (), systems_dir: Path |
         out["process_cpus"] = int(point.parameters["cpus"])
     out.update(systems.role_variables([point.system, *companions], point.parameters, systems_dir))
     return out
+
+
+#: Providers whose hosts are this machine: a component may use every CPU the harness may.
+SAME_MACHINE = ("local", "netns")
+
+
+def cpus_mismatch(point_dir: Path, parameters: dict, provider: str | None) -> str | None:
+    """Why the CPUs a point's components could use, as read back (``rundir.point_cpus``), are not those
+    it was to run on: the ``cpus`` asked for, else, where the hosts are this machine, every CPU the harness
+    may use. None when they are, or nothing was read back. A harness setting that confines the components
+    changes what is measured without a word (Mitogen's strategy pinned them all to one CPU of two)."""
+    read = point_cpus(point_dir)
+    asked = parameters.get("cpus")
+    expected = int(asked) if asked else (len(os.sched_getaffinity(0)) if provider in SAME_MACHINE else None)
+    if not read or expected is None or read["effective"] == expected:
+        return None
+    odd = [f"{name} {cpus}" for name, cpus in sorted(read["processes"].items()) if len(cpu_set(cpus)) != expected]
+    why = f"cpus={asked} was asked for" if asked else f"the harness may use {expected} CPUs of this machine"
+    return (f"cpus: the components could use {read['effective']} CPU(s) together, but {why} (read back: "
+            + ", ".join(odd[:5]) + (f" and {len(odd) - 5} more" if len(odd) > 5 else "") + ")")
 
 
 def workload_variables(point: Point) -> dict:
@@ -209,6 +229,9 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
         converting = time.monotonic()
         convert_point(point_dir)
         collect_s = time.monotonic() - converting
+        confined = cpus_mismatch(point_dir, point.parameters, run.metadata.get("provider"))
+        if confined and status == "complete":
+            status, reason = "failed", confined
     wall_s = time.monotonic() - started
     timing = point_timing(wall_s, {name: playbook_times(timings_path(logs / f"ansible-{name}.log"))
                                    for name in ("run", "teardown")}, collect_s)
