@@ -43,6 +43,7 @@ from .systems import build_kinds
 from .builds import Choice
 from .deploy import role_defaults, role_dir
 from .errors import HarnessError
+from .providers import THIS_MACHINE
 
 #: Free space (GiB) the run store and the work directory need per scale.
 MIN_FREE_GIB = {"smoke": 2, "local": 5, "paper": 20}
@@ -242,7 +243,7 @@ def tool_problems(provider_name: str, layout: dict[str, list[str]], delayed_link
     from .tools import INSTALLED_BY
     needs: dict[str, list[str]] = {"ansible-playbook": ["every provider (deploys the roles)"],
                                    "prometheus": ["the per-host metrics"]}
-    if provider_name in ("local", "netns"):
+    if provider_name in THIS_MACHINE:
         needs["prometheus-node-exporter"] = ["the per-host metrics"]
         needs["bash"] = ["the process role (its wrapper records each server's exit for the watcher)"]
         for components in layout.values():
@@ -358,7 +359,7 @@ def problems(provider, choice, plan, source: str = "auto", results: Path | None 
     found += tool_problems(name, layout, delayed_links(plan))
     found += build_problems(choice, source, provider.bin_dir, systems_dir)
     paths = [Path(results or REPO_ROOT / "results")]
-    if name in ("local", "netns"):
+    if name in THIS_MACHINE:
         paths.append(Path(provider.work_root))
     found += disk_problems(plan.scale, paths)
     found += provider.cpus_problems(largest_cpus(plan))

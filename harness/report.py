@@ -31,6 +31,7 @@ from . import fidelity, systems  # noqa: E402
 from .analyze import EXTRAPOLATION_CAVEAT, analyze_pool, claim_band  # noqa: E402
 from .catalogue import load_paper  # noqa: E402
 from .metrics import all_metrics  # noqa: E402
+from .providers import THIS_MACHINE  # noqa: E402
 from .stats import TREND_MODEL  # noqa: E402
 from .errors import HarnessError  # noqa: E402
 from .rundir import Run, Selection, select_runs  # noqa: E402
@@ -560,7 +561,7 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
         return []
     provider = run.metadata.get("provider")
     shared = ("CPU and memory are this machine's, shared by every host of the run; network is each host's own "
-              "interface. " if provider in ("local", "netns") else "")
+              "interface. " if provider in THIS_MACHINE else "")
     hosts = (run.metadata.get("cluster") or {}).get("hosts") or {}
     blocks = [("p", f"**Per-host resources** (provider {provider}, {len(hosts) or 1} host(s); node-exporter scraped "
                     f"every second by the run's Prometheus; mean / max over each point). {shared}"

@@ -41,6 +41,7 @@ from .deploy import role_defaults, run_playbook
 from .errors import HarnessError, Interrupted
 from .plan import Point
 from .progress import PlaybookPhases, Progress
+from .providers import THIS_MACHINE
 from .rundir import Run, cpu_set, point_cpus, write_json
 from .timing import playbook_times, point_timing, timings_path
 from .watch import PointWatch, WatchFailure
@@ -89,10 +90,6 @@ def role_variables(point: Point, companions: list[str] = (), systems_dir: Path |
     return out
 
 
-#: Providers whose hosts are this machine: a component may use every CPU the harness may.
-SAME_MACHINE = ("local", "netns")
-
-
 def cpus_mismatch(point_dir: Path, parameters: dict, provider: str | None) -> str | None:
     """Why the CPUs a point's components could use, as read back (``rundir.point_cpus``), are not those
     it was to run on: the ``cpus`` asked for, else, where the hosts are this machine, every CPU the harness
@@ -100,7 +97,7 @@ def cpus_mismatch(point_dir: Path, parameters: dict, provider: str | None) -> st
     changes what is measured without a word (Mitogen's strategy pinned them all to one CPU of two)."""
     read = point_cpus(point_dir)
     asked = parameters.get("cpus")
-    expected = int(asked) if asked else (len(os.sched_getaffinity(0)) if provider in SAME_MACHINE else None)
+    expected = int(asked) if asked else (len(os.sched_getaffinity(0)) if provider in THIS_MACHINE else None)
     if not read or expected is None or read["effective"] == expected:
         return None
     odd = [f"{name} {cpus}" for name, cpus in sorted(read["processes"].items()) if len(cpu_set(cpus)) != expected]

@@ -15,6 +15,9 @@ from .ssh import SshProvider
 
 PROVIDERS: dict[str, type[Provider]] = {p.name: p for p in (LocalProvider, NetnsProvider, SshProvider, AwsProvider)}
 
+#: The providers whose hosts are this machine: its CPUs, memory, kernel and filesystem.
+THIS_MACHINE = (LocalProvider.name, NetnsProvider.name)
+
 
 def get_provider(name: str, **kwargs) -> Provider:
     """An instance of the provider ``name``; an unknown name lists the valid ones."""
