@@ -464,9 +464,10 @@ def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: 
     metric = experiment["metric"]
     if not fresh:
         for run in reversed(stored_runs(results, paper, experiment["id"])):
-            if (read_json(run / "metadata.json").get("regress") or {}).get("build_key") != commit.get("build_key"):
+            stored = Run.open(run)
+            if (stored.metadata.get("regress") or {}).get("build_key") != commit.get("build_key"):
                 continue  # built with another patch series (or toolchain): not this build's sample
-            if run_cores(Run.open(run)) != len(os.sched_getaffinity(0)):
+            if run_cores(stored) != len(os.sched_getaffinity(0)):
                 continue  # its points ran on other cores than the harness may use now (e.g. confined to one)
             values = samples(run, metric)
             if len(values) >= repeat:
