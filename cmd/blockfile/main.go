@@ -16,7 +16,8 @@
 // transaction without one).
 //
 // Usage: blockfile [--txs] FILE... (files of one ledger, in order). Exit 1
-// when a file cannot be read or the chain is broken, 2 on bad usage.
+// when a file cannot be read, ends in a cut record (blockfile.ErrCutRecord) or
+// the chain is broken, 2 on bad usage.
 package main
 
 import (

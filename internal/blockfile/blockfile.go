@@ -31,9 +31,15 @@ import (
 // maxRecord bounds a record's length, so a damaged file cannot ask for gigabytes.
 const maxRecord = 1 << 31
 
+// ErrCutRecord says a block file ends in a record cut short: its length
+// prefix promises more bytes than the file holds. Fabric's own recovery
+// drops such a record after a crash mid-append; a harness counting a run's
+// blocks must not, since the blocks after it are then unknown.
+var ErrCutRecord = errors.New("the file ends in a cut record")
+
 // Read decodes every complete block record of a Fabric block file. A record
-// cut short at the end of the file (a crash mid-append) ends the read without
-// error, as Fabric's own recovery treats it.
+// cut short at the end of the file returns the complete blocks before it and
+// an error wrapping ErrCutRecord, naming how many bytes were missing.
 func Read(r io.Reader) ([]*cb.Block, error) {
 	br := bufio.NewReader(r)
 	var blocks []*cb.Block
@@ -42,6 +48,10 @@ func Read(r io.Reader) ([]*cb.Block, error) {
 		if errors.Is(err, io.EOF) {
 			return blocks, nil
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return blocks, fmt.Errorf("record %d (after %d complete blocks): length prefix cut: %w",
+				len(blocks), len(blocks), ErrCutRecord)
+		}
 		if err != nil {
 			return blocks, err
 		}
@@ -49,8 +59,9 @@ func Read(r io.Reader) ([]*cb.Block, error) {
 			return blocks, fmt.Errorf("record %d: length %d is too large", len(blocks), n)
 		}
 		rec := make([]byte, n)
-		if _, err := io.ReadFull(br, rec); err != nil {
-			return blocks, nil // truncated last record
+		if got, err := io.ReadFull(br, rec); err != nil {
+			return blocks, fmt.Errorf("record %d (after %d complete blocks): %d of %d bytes: %w",
+				len(blocks), len(blocks), got, n, ErrCutRecord)
 		}
 		b, err := decode(rec)
 		if err != nil {

@@ -2,6 +2,7 @@ package blockfile
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -64,11 +65,22 @@ func TestReadAndCheckAFabricChain(t *testing.T) {
 	}
 }
 
-func TestTruncatedLastRecordIsDropped(t *testing.T) {
+func TestACutLastRecordIsAnError(t *testing.T) {
 	raw := file(chain(2))
 	got, err := Read(bytes.NewReader(raw[:len(raw)-5]))
-	if err != nil || len(got) != 1 {
-		t.Fatalf("got %d blocks, err %v; want the one complete block", len(got), err)
+	if !errors.Is(err, ErrCutRecord) || len(got) != 1 || !strings.Contains(err.Error(), "after 1 complete blocks") {
+		t.Fatalf("got %d blocks, err %v; want the one complete block and ErrCutRecord", len(got), err)
+	}
+	// cut inside the second record's length prefix: a record too long for one varint byte
+	big := chain(1)
+	big[0].Data.Data = [][]byte{bytes.Repeat([]byte("x"), 300)}
+	big[0].Header.DataHash = protoutil.BlockDataHash(big[0].Data)
+	raw = append(file(chain(1)), file(big)[:1]...)
+	if got, err := Read(bytes.NewReader(raw)); !errors.Is(err, ErrCutRecord) || len(got) != 1 {
+		t.Fatalf("got %d blocks, err %v; want ErrCutRecord for a cut length prefix", len(got), err)
+	}
+	if got, err := Read(bytes.NewReader(file(chain(2)))); err != nil || len(got) != 2 {
+		t.Fatalf("a whole file: %d blocks, err %v", len(got), err)
 	}
 }
 
