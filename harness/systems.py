@@ -75,6 +75,21 @@ class BuildKind:
     tools: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class IndependentCheck:
+    """A second source for a point's counts where its system keeps no per-transaction validation codes
+    (``evidence.<driver>.<build>.independent_check`` of its ``validity.yaml``, docs/validity.md).
+
+    ``run(point_dir, tables)`` compares what the driver counted with something the driver did not write
+    (the receivers' blocks against the leader's count, the peers' balances after the run) and returns
+    ``(section, problems)``: ``section`` goes to the point's ``validity.independent_check``, and any
+    problem fails the point. It fails closed: evidence it needs and cannot find is a problem, never a pass.
+    """
+    name: str
+    what: str
+    run: Callable
+
+
 #: A report part (``axes.figure`` of an experiment): (experiment, summary, figure prefix, build kind, run) -> blocks.
 ReportPart = Callable[[dict, dict, str, str, object], list]
 
@@ -105,6 +120,10 @@ class SystemPlugin:
     def build_kinds(self) -> dict[str, BuildKind]:
         """Component build kinds this system's recipe uses beyond the core's (``ant``)."""
         return {}
+
+    def independent_checks(self) -> list[IndependentCheck]:
+        """The checks that stand in for ledger codes where this system's drivers keep none."""
+        return []
 
 
 def _ident(name: str) -> str:
@@ -212,6 +231,15 @@ def report_parts(systems_dir: Path | None = None) -> dict[str, ReportPart]:
 def build_kinds(systems_dir: Path | None = None) -> dict[str, BuildKind]:
     """Every system's component build kinds by name."""
     return _unique("build kind", ((p.name, k, v) for p in plugins(systems_dir) for k, v in p.build_kinds().items()))
+
+
+def independent_check(system: str, name: str, systems_dir: Path | None = None) -> IndependentCheck:
+    """System ``system``'s independent check ``name`` (its own or its base's)."""
+    checks = {c.name: c for c in plugin(system, systems_dir).independent_checks()}
+    if name not in checks:
+        raise HarnessError(f"system {system} declares the independent check {name!r} in its validity.yaml, "
+                           f"but its plugin has none of that name (it has: {', '.join(sorted(checks)) or 'none'})")
+    return checks[name]
 
 
 def role_variables(systems: list[str], parameters: dict, systems_dir: Path | None = None) -> dict:
