@@ -57,7 +57,7 @@ func (s *replayState) ApplyUpdates(batch *statedb.UpdateBatch, savepoint statedb
 }
 
 func (s *replayState) Savepoint() (statedb.Height, bool, error) { return s.savepoint, s.saved, nil }
-func (s *replayState) Close() error                            { return nil }
+func (s *replayState) Close() error                             { return nil }
 
 // txIDIndex is the ledger's transaction-ID index as Fabric 1.2's block
 // store keeps it: every transaction ID of every earlier block, valid or not.
