@@ -194,6 +194,20 @@ def runs(c, paper=None):
               f"{r['path']}" + (f"  ({r['reason']})" if r.get("reason") else ""))
 
 
+@task(positional=_positional("verify", "run_dir"),
+      help={"run_dir": "a stored run directory (results/<paper>/<experiment>/<run-id>), also `invoke verify RUN_DIR`",
+            "point": "only this point of the run (its id, e.g. fabric-1.2__r0)"})
+def verify(c, run_dir=None, point=None):
+    """Re-check a stored run from its raw files: every validity check, our verifier included; exit 1 on any failure."""
+    from harness.verify import render, verify_run
+    if not run_dir:
+        raise Exit("error: give the run directory (invoke verify RUN_DIR)", code=1)
+    results = _guard(verify_run, run_dir, point)
+    print(render(results))
+    if not all(r["passed"] for r in results):
+        raise Exit(code=1)
+
+
 @task(positional=_positional("validate", "file"),
       help={"file": "a papers/*.yaml or systems/*/system.yaml file (default: all of them); "
                     "also `invoke validate FILE`"})

@@ -93,13 +93,11 @@ def read_table(path: Path) -> pd.DataFrame:
     return pq.read_table(path).to_pandas()
 
 
-def convert_point(point_dir: Path) -> list[str]:
-    """Convert the raw CSVs under ``point_dir/raw/<host>/`` into ``point_dir/<table>.parquet``.
-
-    Returns the names of the tables written.
-    """
+def raw_tables(point_dir: Path) -> dict[str, pd.DataFrame]:
+    """Every table of a point made from its raw files (``raw/<host>/*.csv`` and the systems' log parsers),
+    by name; what ``convert_point`` stores and ``invoke verify`` re-reads."""
     point_dir = Path(point_dir)
-    written = []
+    out = {}
     # The systems' parsers of tables from their programs' logs. A system may parse one of the core's
     # tables (FastFabric's second deliver client's ``deliveries``): its rows join the CSVs'.
     parsers = {name: t.parse for name, t in systems.tables().items() if t.parse is not None}
@@ -114,9 +112,19 @@ def convert_point(point_dir: Path) -> list[str]:
         if table.name in parsers and (df := parsers[table.name](point_dir)) is not None:
             frames.append(df)
         if frames:
-            write_table(pd.concat(frames, ignore_index=True), point_dir / f"{table.name}.parquet", table.name)
-            written.append(table.name)
-    return written
+            out[table.name] = pd.concat(frames, ignore_index=True)
+    return out
+
+
+def convert_point(point_dir: Path) -> list[str]:
+    """Convert the raw CSVs under ``point_dir/raw/<host>/`` into ``point_dir/<table>.parquet``.
+
+    Returns the names of the tables written.
+    """
+    converted = raw_tables(point_dir)
+    for name, df in converted.items():
+        write_table(df, Path(point_dir) / f"{name}.parquet", name)
+    return list(converted)
 
 
 def load_point(point_dir: Path) -> dict[str, pd.DataFrame]:

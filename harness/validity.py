@@ -1,30 +1,39 @@
-"""Is a point's count of valid transactions true, and did its driver do the paper's work?
+"""Is a point's count of valid transactions proven, and did its driver do the paper's work?
 
-A driver's own word is never taken (docs/validity.md). For every point:
+A check fails closed: evidence that is missing, empty or cut short fails the
+point, naming what is missing; it never passes as "not measured"
+(docs/validity.md says what each check can and cannot see). For every point:
 
-* **Codes from the ledger.** Each transaction's validation code comes from
-  what the peer stored or served: the kept block files of a ledger
-  (``raw/<host>/blocks/<component>/<channel>/blockfile_*``, decoded by
-  ``bin/blockfile --txs``), else the per-transaction codes the point recorded
-  (``block_txs``: the block watcher's deliver stream, or the validator's own
-  flags where a driver keeps no ledger, FastFabric's peer benchmark).
-  The driver's per-block ``valid_count`` must equal what those codes say for
-  every block both know; a mismatch fails the point naming both counts.
-* **Mutations.** Where the driver corrupted transactions on purpose
-  (``mutations``), each must carry its expected code and every other
-  transaction must be VALID.
+* **Declared evidence.** The point's system declares, per driver and build,
+  what a point must leave behind (``evidence`` in ``systems/<system>/validity.yaml``):
+  where its per-transaction codes come from (``codes``: the kept ``ledger``,
+  the validator's ``recorded`` codes, or ``none`` with what is counted instead
+  and the ``independent_check`` that stands for it), the components that
+  validate (one must have run), the ledgers, logs and tables that must be
+  there and non-empty wherever their component ran (a point's components are
+  those the process role started: ``raw/<host>/affinity_<component>.csv``),
+  and whether our own verifier re-derives the codes. A driver without a
+  declaration fails its points.
+* **Counts against the ledger, block by block, host by host**
+  (harness/ledger.py): the driver's per-block counts must name exactly the
+  blocks the ledger holds with the ledger's counts; our verifier
+  (``bin/txverify``) must agree with every recorded code it checks.
+* **Mutations.** Transactions a driver corrupted on purpose (``mutations``)
+  must carry their expected code, and every other transaction of those
+  blocks must be VALID.
 * **Logs.** Every fetched log is scanned for the patterns of the point's
-  system (``systems/<system>/validity.yaml``, with those of the system it
-  extends and ``COMMON_PATTERNS``; a pattern may name the ``components`` whose
-  logs it applies to, or ``components_except``, by the log's file stem); the
-  counts go to ``summary.json``, and an unexpected one fails the point unless
-  the point's ``planned_by`` parameter planned it.
-* **Work.** The CPU the validating component spent in its timed section must
-  cover the signature verifications the paper says each transaction needs,
-  at this machine's measured cost of one verification (``run_primitives``).
+  system; an unexpected match fails the point. A pattern a mutation explains
+  (``planned_by``) is forgiven only for as many lines as ``mutations.csv``
+  records mutations of that kind (times the pattern's ``lines_per_mutation``).
+* **Work.** The CPU the validating component spent must cover the signature
+  verifications owed for the transactions the *ledger* holds, at this
+  machine's measured cost of one, with the margin ``min_covered`` that the
+  system's negative control (the validator with its signature checks off)
+  stays below.
 
 ``check_point`` returns a ``validity`` section for the point's summary and the
-problems that fail it.
+problems that fail it; its ``evidence`` says what the count rests on
+(``EVIDENCE_CLASSES``).
 """
 
 from __future__ import annotations
@@ -32,17 +41,26 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from io import StringIO
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from . import REPO_ROOT
+from . import REPO_ROOT, ledger, systems
 from .errors import HarnessError
 
 SYSTEMS = REPO_ROOT / "systems"
 RULES_SCHEMA_VERSION = 1
+
+#: What a point's count rests on, strongest first (the claims table shows the weakest of a claim's points).
+LEDGER_PROVEN = "ledger-proven"
+INDEPENDENT_CHECK = "independent check"
+DRIVER_ONLY = "driver only"
+NO_COUNT = "no transactions counted"
+EVIDENCE_CLASSES = (LEDGER_PROVEN, INDEPENDENT_CHECK, NO_COUNT, DRIVER_ONLY)
+
+#: ``codes`` of an evidence declaration.
+CODE_SOURCES = ("ledger", "recorded", "none", "not_applicable")
 
 #: Lines no healthy component prints, whatever its system: Go's runtime, the JVM, a taken port, log4j's
 #: top level. ``fatal`` ones also end a running point within seconds (harness/watch.py).
@@ -70,18 +88,33 @@ MUTATION_CODES = {
     "stale_read": {"MVCC_READ_CONFLICT"},
 }
 
-#: The line a pre-made-block driver prints after its timed section (FastFabric patch 0006).
+#: The parameter that plans each mutation (harness/parameters.yaml; a pattern's ``planned_by``).
+MUTATION_PARAMETERS = {
+    "corrupt_creator_fraction": "bad_creator",
+    "corrupt_endorsement_fraction": "bad_endorsement",
+    "stale_read_fraction": "stale_read",
+}
+
+#: The line a pre-made-block driver prints after its timed section (our patches to the peer benchmarks,
+#: cmd/committerbench).
 _TIMED_SECTION = re.compile(r"^fabricrepro timed_section txs (\d+) wall_ns (\d+) user_ns (\d+) system_ns (\d+)\s*$",
                             re.M)
 
+_EVIDENCE_KEYS = {"codes", "counts", "independent_check", "validators", "ledgers", "logs", "tables", "verify"}
+
+
+def _empty_rules() -> dict:
+    return {"log_patterns": [], "work": None, "evidence": {}, "sources": []}
+
 
 def load_rules(system: str, systems_dir: Path = SYSTEMS, _seen: tuple = ()) -> dict:
-    """``systems/<system>/validity.yaml`` with its base's patterns first; ``{}`` parts when it has none."""
+    """``systems/<system>/validity.yaml`` over its base's: patterns (same name replaces), ``work``, and
+    ``evidence`` per driver (a driver the system declares replaces the base's declaration of it)."""
     if system in _seen:
         raise HarnessError(f"systems/{system}/validity.yaml: 'extends' loops through {' -> '.join(_seen)}")
     path = Path(systems_dir) / system / "validity.yaml"
     if not path.is_file():
-        return {"log_patterns": [], "work": None, "no_ledger": None, "sources": []}
+        return _empty_rules()
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as e:
@@ -91,8 +124,7 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS, _seen: tuple = ()) -> d
     if doc.get("schema_version") != RULES_SCHEMA_VERSION:
         raise HarnessError(f"{path}: schema_version {doc.get('schema_version')!r} is not supported "
                            f"(this harness reads {RULES_SCHEMA_VERSION})")
-    base = load_rules(doc["extends"], systems_dir, (*_seen, system)) if doc.get("extends") else \
-        {"log_patterns": [], "work": None, "no_ledger": None, "sources": []}
+    base = load_rules(doc["extends"], systems_dir, (*_seen, system)) if doc.get("extends") else _empty_rules()
     patterns = {p["name"]: p for p in base["log_patterns"]}
     for i, p in enumerate(doc.get("log_patterns") or []):
         missing = [k for k in ("name", "regex", "meaning") if k not in p]
@@ -102,10 +134,37 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS, _seen: tuple = ()) -> d
             re.compile(p["regex"])
         except re.error as e:
             raise HarnessError(f"{path}: log_patterns[{i}] ({p['name']}): regex does not compile: {e}") from None
+        if p.get("planned_by") and p["planned_by"] not in MUTATION_PARAMETERS:
+            raise HarnessError(f"{path}: log_patterns[{i}] ({p['name']}): planned_by {p['planned_by']!r} is not one "
+                               f"of {', '.join(MUTATION_PARAMETERS)}")
         patterns[p["name"]] = p
-    return {"log_patterns": list(patterns.values()), "work": doc.get("work") or base["work"],
-            "no_ledger": doc.get("no_ledger") or base.get("no_ledger"),
+    evidence = dict(base["evidence"])
+    for driver, builds in (doc.get("evidence") or {}).items():
+        evidence[driver] = {build: _evidence_declaration(path, driver, build, decl)
+                            for build, decl in (builds or {}).items()}
+    return {"log_patterns": list(patterns.values()), "work": doc.get("work") or base["work"], "evidence": evidence,
             "sources": [*base["sources"], str(path.relative_to(Path(systems_dir).parent))]}
+
+
+def _evidence_declaration(path: Path, driver: str, build: str, decl) -> dict:
+    where = f"{path}: evidence.{driver}.{build}"
+    if build not in ("upstream", "reference"):
+        raise HarnessError(f"{where}: the build must be upstream or reference")
+    if not isinstance(decl, dict) or decl.get("codes") not in CODE_SOURCES:
+        raise HarnessError(f"{where}: 'codes' must be one of {', '.join(CODE_SOURCES)}")
+    unknown = sorted(set(decl) - _EVIDENCE_KEYS)
+    if unknown:
+        raise HarnessError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(_EVIDENCE_KEYS))})")
+    for key in ("validators", "ledgers", "logs", "tables"):
+        if not isinstance(decl.get(key, []), list):
+            raise HarnessError(f"{where}: '{key}' must be a list of names")
+    if decl["codes"] in ("none", "not_applicable") and not decl.get("counts"):
+        raise HarnessError(f"{where}: a driver without ledger codes must say what it counts ('counts')")
+    if decl["codes"] == "ledger" and not decl.get("ledgers"):
+        raise HarnessError(f"{where}: codes from the ledger need the components whose ledgers are kept ('ledgers')")
+    if decl["codes"] in ("ledger", "recorded") and not decl.get("validators"):
+        raise HarnessError(f"{where}: codes from a validator need the components that validate ('validators')")
+    return decl
 
 
 def fatal_patterns(system: str, systems_dir: Path = SYSTEMS) -> list[dict]:
@@ -116,9 +175,18 @@ def fatal_patterns(system: str, systems_dir: Path = SYSTEMS) -> list[dict]:
             for p in [*COMMON_PATTERNS, *load_rules(system, systems_dir)["log_patterns"]] if p.get("fatal")]
 
 
-def _planned(pattern: dict, parameters: dict) -> bool:
-    name = pattern.get("planned_by")
-    return bool(name) and float(parameters.get(name) or 0) > 0
+def started_components(point_dir: Path) -> dict[str, set[str]]:
+    """The hosts each component of the point was started on: the process role records every start in
+    ``raw/<host>/affinity_<component>.csv`` (an instance as ``<component>_<instance>``)."""
+    out: dict[str, set[str]] = {}
+    for f in Path(point_dir).glob("raw/*/affinity_*.csv"):
+        out.setdefault(f.stem.removeprefix("affinity_"), set()).add(f.parent.name)
+    return out
+
+
+def _ran(started: dict[str, set[str]], component: str) -> dict[str, set[str]]:
+    """The started names (instances included) of a declared component, with their hosts."""
+    return {n: h for n, h in started.items() if n == component or n.startswith(component + "_")}
 
 
 def log_bytes_at_stop(point_dir: Path, host: str) -> dict[str, int]:
@@ -131,12 +199,21 @@ def log_bytes_at_stop(point_dir: Path, host: str) -> dict[str, int]:
     return {str(r.log): int(r.bytes) for r in df.itertuples()}
 
 
-def scan_logs(point_dir: Path, patterns: list[dict], parameters: dict) -> tuple[dict, list[str]]:
+def _planned_lines(pattern: dict, mutations: pd.DataFrame | None) -> int:
+    """How many lines of ``pattern`` the recorded mutations explain (0 without a ``planned_by``)."""
+    kind = MUTATION_PARAMETERS.get(pattern.get("planned_by") or "")
+    if not kind or mutations is None or not len(mutations):
+        return 0
+    return int((mutations["mutation"] == kind).sum()) * int(pattern.get("lines_per_mutation", 1))
+
+
+def scan_logs(point_dir: Path, patterns: list[dict], mutations: pd.DataFrame | None = None) -> tuple[dict, list[str]]:
     """Count every pattern's matching lines over the point's fetched logs: (counts, problems).
 
     Only what a log held when teardown began stopping its host's components counts: what a
     component writes because it, or a component it talks to, is being stopped (a peer that loses
-    its chaincode's stream) says nothing about the run."""
+    its chaincode's stream) says nothing about the run. A recorded length of 0 for a log that has
+    content hides nothing: such a log is read whole."""
     compiled = [(p, re.compile(p["regex"], re.M)) for p in [*COMMON_PATTERNS, *patterns]]
     counts = {p["name"]: 0 for p, _ in compiled}
     first: dict[str, str] = {}
@@ -148,7 +225,7 @@ def scan_logs(point_dir: Path, patterns: list[dict], parameters: dict) -> tuple[
         if host not in at_stop:
             at_stop[host] = log_bytes_at_stop(point_dir, host)
         data = log.read_bytes()
-        if log.name in at_stop[host]:
+        if at_stop[host].get(log.name):
             data = data[:at_stop[host][log.name]]
         text = data.decode("utf-8", errors="replace")
         component = log.name.rsplit(".", 1)[0]  # <process_name>.log / .out
@@ -160,88 +237,63 @@ def scan_logs(point_dir: Path, patterns: list[dict], parameters: dict) -> tuple[
                 if p["name"] not in first:
                     line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end())][:300]
                     first[p["name"]] = f"{log.parent.name}/{log.name}: {line}"
-    problems = [f"{counts[p['name']]} log line(s) of {p['name']} ({p['meaning']}); first: {first[p['name']]}"
-                for p, _ in compiled
-                if counts[p["name"]] and p.get("unexpected", True) and not _planned(p, parameters)]
+    problems = []
+    for p, _ in compiled:
+        n, planned = counts[p["name"]], _planned_lines(p, mutations)
+        if n > planned and p.get("unexpected", True):
+            why = f", {planned} explained by the mutations recorded" if planned else ""
+            problems.append(f"{n} log line(s) of {p['name']} ({p['meaning']}{why}); first: {first[p['name']]}")
     return counts, problems
 
 
-def ledger_files(point_dir: Path) -> dict[str, list[Path]]:
-    """Each kept ledger's block files in order, by ``<host>/<component>/<channel>``."""
-    ledgers: dict[str, list[Path]] = {}
-    for f in sorted(Path(point_dir).glob("raw/*/blocks/*/*/blockfile_*")):
-        key = "/".join(f.relative_to(Path(point_dir) / "raw").parts[:-1]).replace("/blocks/", "/", 1)
-        ledgers.setdefault(key, []).append(f)
-    return ledgers
-
-
-def decode_ledger(files: list[Path], blockfile_bin: Path) -> pd.DataFrame:
-    """Every transaction's code in one ledger's block files (``bin/blockfile --txs``)."""
-    proc = subprocess.run([str(blockfile_bin), "--txs", *map(str, files)], capture_output=True, text=True,
-                          timeout=600, check=False)
-    if proc.returncode != 0:
-        raise HarnessError(f"bin/blockfile --txs {files[0].parent}: {proc.stderr.strip() or proc.returncode}")
-    return pd.read_csv(StringIO(proc.stdout), dtype={"tx_id": "string", "validation_code": "string"},
-                       keep_default_na=False)
-
-
-def ledger_codes(point_dir: Path, blockfile_bin: Path) -> tuple[pd.DataFrame | None, str | None]:
-    """Per-transaction codes from the kept ledgers that validated (peers), else None; and their source.
-
-    A ledger whose blocks carry no filter (an orderer's) is left out. Where
-    several peers' ledgers were kept, every one is decoded and they must
-    agree on the transactions they share; the one holding the most
-    transactions is returned (e.g. FastFabric's storage server over its
-    endorser, which stores only the blocks before its first endorsement).
-    """
-    found = []
-    for key, files in ledger_files(point_dir).items():
-        df = decode_ledger(files, blockfile_bin)
-        if len(df) and (df["validation_code"] != "NOT_VALIDATED").any():
-            found.append((key, df))
-    if not found:
-        return None, None
-    found.sort(key=lambda kd: -len(kd[1]))
-    key, codes = found[0]
-    for other, df in found[1:]:
-        merged = codes.merge(df, on=["block_number", "tx_index"], suffixes=("", "_other"))
-        differ = merged[merged["validation_code"] != merged["validation_code_other"]]
-        if len(differ):
-            r = differ.iloc[0]
-            raise HarnessError(f"ledgers {key} and {other} disagree on block {r['block_number']} tx {r['tx_index']}: "
-                               f"{r['validation_code']} vs {r['validation_code_other']}")
-    return codes, f"block files of {key}"
-
-
-def valid_per_block(codes: pd.DataFrame) -> pd.Series:
-    """VALID transactions per block number."""
-    return codes.assign(ok=codes["validation_code"] == "VALID").groupby("block_number")["ok"].sum().astype(int)
-
-
-def cross_check(driver_blocks: pd.DataFrame, codes: pd.DataFrame, driver: str, source: str) -> list[str]:
-    """The driver's ``valid_count`` per block against the codes; one problem line when any block differs."""
-    if driver_blocks is None or not len(driver_blocks):
-        return []
-    counted = valid_per_block(codes)
-    rows = driver_blocks[driver_blocks["block_number"].isin(counted.index) & (driver_blocks["tx_count"] > 0)]
-    rows = rows.drop_duplicates("block_number")
-    if rows.empty:
-        return [f"none of the {driver}'s blocks is in the {source}: its valid count cannot be checked"]
-    ledger = counted.loc[rows["block_number"]].to_numpy()
-    differ = rows[rows["valid_count"].to_numpy() != ledger]
-    if differ.empty:
-        return []
-    r = differ.iloc[0]
-    return [f"the {driver} counts {int(rows['valid_count'].sum())} valid transactions in blocks "
-            f"{int(rows['block_number'].min())}-{int(rows['block_number'].max())}, the {source} "
-            f"{int(ledger.sum())} ({len(differ)} block(s) differ, first block {int(r['block_number'])}: "
-            f"{int(r['valid_count'])} vs {int(counted[r['block_number']])})"]
+def required_evidence(point_dir: Path, decl: dict, tables: dict[str, pd.DataFrame]) -> list[str]:
+    """What the declaration says the point must have and it lacks: a validating component that ran, the
+    kept ledgers, logs and tables of the components that ran, non-empty."""
+    point_dir = Path(point_dir)
+    started = started_components(point_dir)
+    problems = []
+    if not started:
+        return ["no record of the components this point started (raw/<host>/affinity_*.csv): nothing shows "
+                "what ran where"]
+    validators = decl.get("validators") or []
+    if validators and not any(_ran(started, c) for c in validators):
+        problems.append(f"none of the validating components {', '.join(validators)} was started "
+                        f"(started: {', '.join(sorted(started))})")
+    kept = ledger.ledger_files(point_dir)
+    for component in decl.get("ledgers") or []:
+        for name, hosts in sorted(_ran(started, component).items()):
+            for host in sorted(hosts):
+                files = [f for (h, c, _), fs in kept.items() if h == host and c == component for f in fs]
+                if not files:
+                    problems.append(f"no kept block files of {name} on host {host} "
+                                    f"(raw/{host}/blocks/{component}/<channel>/blockfile_*)")
+                elif not any(f.stat().st_size for f in files):
+                    problems.append(f"the kept block files of {name} on host {host} are empty")
+    for component in decl.get("logs") or []:
+        for name, hosts in sorted(_ran(started, component).items()):
+            for host in sorted(hosts):
+                logs = [f for f in (point_dir / "logs" / host).glob(f"{name}.*") if f.suffix in (".log", ".out")]
+                if not logs:
+                    problems.append(f"the log of {name} on host {host} is missing (logs/{host}/{name}.log)")
+                elif not any(f.stat().st_size for f in logs):
+                    problems.append(f"the log of {name} on host {host} is empty")
+    for table in decl.get("tables") or []:
+        if not len(tables.get(table, [])):
+            problems.append(f"the point has no {table} rows (raw/<host>/{table}.csv missing or empty)")
+    return problems
 
 
 def mutation_check(mutations: pd.DataFrame, codes: pd.DataFrame, source: str) -> tuple[dict, list[str]]:
-    """Each corrupted transaction has its expected code, and every other one of those blocks is VALID."""
-    merged = codes.merge(mutations[["block_number", "tx_index", "mutation"]], on=["block_number", "tx_index"],
-                         how="left")
+    """Each corrupted transaction has its expected code, and every other one of those blocks is VALID.
+
+    A driver that cannot know where its transactions land (a client) records ``block_number`` -1; those
+    rows are found by transaction ID."""
+    by_position = mutations[mutations["block_number"] >= 0][["block_number", "tx_index", "mutation"]]
+    by_id = mutations[mutations["block_number"] < 0][["tx_id", "mutation"]]
+    merged = codes.merge(by_position, on=["block_number", "tx_index"], how="left")
+    if len(by_id):
+        found = codes.merge(by_id, on="tx_id", how="left")["mutation"]
+        merged["mutation"] = merged["mutation"].fillna(found)
     mutated = merged[merged["mutation"].notna()]
     problems = []
     wrong = mutated[[code not in MUTATION_CODES.get(kind, set())
@@ -253,7 +305,7 @@ def mutation_check(mutations: pd.DataFrame, codes: pd.DataFrame, source: str) ->
         problems.append(f"{len(wrong)} of {len(mutated)} corrupted transactions have another code than planned in "
                         f"the {source} (first: block {r['block_number']} tx {r['tx_index']} {r['mutation']} -> "
                         f"{r['validation_code']})")
-    blocks = merged[merged["block_number"].isin(mutations["block_number"])]
+    blocks = merged[merged["block_number"].isin(mutated["block_number"])]
     clean = blocks[blocks["mutation"].isna() & (blocks["validation_code"] != "VALID")]
     if len(clean):
         r = clean.iloc[0]
@@ -286,48 +338,61 @@ def process_cpu(point_dir: Path, components: list[str]) -> list[dict]:
     return out
 
 
-def work_check(point_dir: Path, work: dict | None, primitives: dict | None,
-               owed_txs: int | None = None) -> tuple[dict | None, list[str]]:
-    """CPU spent against ``verifies_per_tx`` verifications per transaction.
+def work_check(point_dir: Path, work: dict, components: list[str], primitives: dict | None,
+               codes: pd.DataFrame | None, timed_blocks: list[int] | None = None) -> tuple[dict, list[str]]:
+    """CPU spent against ``verifies_per_tx`` verifications per transaction the ledger holds.
 
-    The CPU is the timed section's where the component printed it (the
-    pre-made-block drivers), else the components' whole life (set-up
-    included, so a weaker bound) for ``owed_txs`` transactions. The bound uses
-    the fastest per-core verification rate measured in the run (the cheapest
-    a verification can be here), so a point that passes spent at least that
-    CPU on every transaction.
+    The CPU is the timed section's where the validating component printed one (the pre-made-block
+    drivers; its transactions are the ledger's in ``timed_blocks``, the blocks the driver timed), else
+    the components' whole life (set-up included, so a weaker bound) held against every transaction the
+    ledger says was validated. The bound uses the fastest per-core verification rate measured in the
+    run (the cheapest a verification can be here) and must be exceeded ``min_covered`` times: the
+    system's negative control, its validator with the signature checks off, stays below that.
+    Anything missing (no CPU record, no ledger count, no measured rate) fails: "not measured" is no pass.
     """
-    if not work:
-        return None, []
-    components = list(work.get("components") or [])
-    result = {"verifies_per_tx": work["verifies_per_tx"], "why": work.get("why"), "components": components}
+    result = {"verifies_per_tx": work["verifies_per_tx"], "why": work.get("why"), "components": components,
+              "min_covered": float(work.get("min_covered", 1.0))}
+
+    def unmeasured(reason: str) -> tuple[dict, list[str]]:
+        return {**result, "status": "not measured", "reason": reason}, [f"work check: not measured: {reason}"]
+
+    if codes is None:
+        return unmeasured("no ledger count of the transactions to hold the CPU against")
     sections = timed_sections(point_dir, components)
     if sections:
-        txs = sum(s["txs"] for s in sections)
+        txs = ledger.owed_transactions(codes, timed_blocks)
         cpu = sum(s["cpu_s"] for s in sections)
-        result.update({"basis": "timed section", "wall_s": round(sum(s["wall_s"] for s in sections), 4)})
+        said = sum(s["txs"] for s in sections)
+        result.update({"basis": "timed section", "wall_s": round(sum(s["wall_s"] for s in sections), 4),
+                       "driver_txs": said})
+        if said != txs:
+            return {**result, "status": "failed"}, [
+                f"work check: the timed section says {said} transactions, the ledger holds {txs} in the blocks the "
+                "driver timed"]
     else:
         procs = process_cpu(point_dir, components)
-        if not procs or not owed_txs:
-            return {**result, "status": "not measured",
-                    "reason": "no timed-section CPU line and no stopped component's CPU record"
-                    if not procs else "no transaction count to hold the CPU against"}, []
-        txs, cpu = int(owed_txs), sum(p["cpu_s"] for p in procs)
+        if not procs:
+            return unmeasured(f"no timed-section line and no stopped component's CPU record of "
+                              f"{', '.join(components)}")
+        txs, cpu = ledger.owed_transactions(codes), sum(p["cpu_s"] for p in procs)
         result["basis"] = "whole life of " + ", ".join(sorted({p["component"] for p in procs})) + " (set-up included)"
+    if not txs:
+        return unmeasured("the ledger holds no validated transaction")
     rates = [p.get("per_core_verifies_per_s") for p in (primitives or {}).values() if isinstance(p, dict)]
     rates = [r for r in rates if r]
     if not rates:
-        return {**result, "status": "not measured", "reason": "this run has no measured ECDSA verification rate"}, []
+        return unmeasured("this run has no measured ECDSA verification rate (metadata.json primitives)")
     rate = max(rates)
     needed = txs * work["verifies_per_tx"] / rate
     result.update({"txs": txs, "cpu_s": round(cpu, 4), "verify_us": round(1e6 / rate, 2),
-                   "needed_cpu_s": round(needed, 4), "cpu_us_per_tx": round(cpu / txs * 1e6, 1) if txs else None,
-                   "covered": round(cpu / needed, 3) if needed else None})
-    if cpu < needed:
+                   "needed_cpu_s": round(needed, 4), "cpu_us_per_tx": round(cpu / txs * 1e6, 1),
+                   "covered": round(cpu / needed, 3)})
+    if cpu < needed * result["min_covered"]:
         result["status"] = "failed"
         return result, [f"work check: {txs} transactions need at least {needed:.3f} CPU-s of signature "
-                        f"verification ({work['verifies_per_tx']} x {1e6 / rate:.1f} us), {result['basis']} "
-                        f"spent {cpu:.3f} CPU-s"]
+                        f"verification ({work['verifies_per_tx']} x {1e6 / rate:.1f} us) x {result['min_covered']} "
+                        f"(the margin above the negative control), {result['basis']} spent {cpu:.3f} CPU-s "
+                        f"(x{cpu / needed:.2f})"]
     result["status"] = "passed"
     return result, []
 
@@ -352,57 +417,129 @@ def measure_primitives(bin_dir: Path, duration: str = "1s") -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame],
-                blockfile_bin: Path | None = None) -> tuple[dict, list[str]]:
+def point_context(point_dir: Path) -> dict:
+    """What the checks need from the point's run directory: the experiment's driver as the point's build
+    ran it, the build kind, and the run's measured verification rates."""
+    from .plan import for_build  # the plan's rule for the reference build's driver
+
+    run_dir = Path(point_dir).parent.parent
+    try:
+        meta = json.loads((run_dir / "metadata.json").read_text())
+        experiment = yaml.safe_load((run_dir / "experiment.yaml").read_text(encoding="utf-8"))["experiment"]
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as e:
+        raise HarnessError(f"{run_dir}: cannot tell the point's driver and build (metadata.json, experiment.yaml): "
+                           f"{e}") from None
+    kind = (meta.get("build") or {}).get("kind") or "reference"
+    return {"driver": for_build(experiment, kind).get("driver"), "build": kind,
+            "primitives": meta.get("primitives") or {}}
+
+
+def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], blockfile_bin: Path | None = None,
+                context: dict | None = None, txverify_bin: Path | None = None) -> tuple[dict, list[str]]:
     """The point's ``validity`` section and every problem that fails it."""
     point_dir = Path(point_dir)
+    context = context if context is not None else point_context(point_dir)
     rules = load_rules(point["system"])
     problems: list[str] = []
-    section: dict = {"rules": rules["sources"]}
+    section: dict = {"rules": rules["sources"], "driver": context["driver"], "build": context["build"]}
+    mutations = tables.get("mutations")
+    decl = (rules["evidence"].get(context["driver"]) or {}).get(context["build"])
+    if decl is None:
+        section.update(evidence=DRIVER_ONLY, counts_from="nothing declared")
+        problems.append(f"systems/{point['system']}/validity.yaml declares no evidence for driver "
+                        f"{context['driver']!r} on the {context['build']} build: nothing proves this point's counts")
+        decl = {"codes": "none"}
+    problems += required_evidence(point_dir, decl, tables)
 
-    counts, log_problems = scan_logs(point_dir, rules["log_patterns"], point.get("parameters") or {})
+    counts, log_problems = scan_logs(point_dir, rules["log_patterns"], mutations)
     section["log_counts"] = counts
     problems += log_problems
 
-    codes, source = None, None
-    blockfile_bin = blockfile_bin or REPO_ROOT / "bin" / "blockfile"
-    if ledger_files(point_dir):
-        if not blockfile_bin.is_file():
-            problems.append(f"the point kept block files, but {blockfile_bin} is missing to decode them (invoke build)")
+    codes = None
+    if decl["codes"] == "ledger":
+        codes, more = _ledger_codes(point_dir, decl, tables, section, blockfile_bin,
+                                    None if context.get("skip_verifier") else txverify_bin or REPO_ROOT / "bin" / "txverify",
+                                    point)
+        problems += more
+    elif decl["codes"] == "recorded":
+        codes = tables.get("block_txs")
+        section["counts_from"] = "the validator's recorded codes (block_txs)"
+        if codes is None or not len(codes):
+            codes = None
+            problems.append("the validator recorded no per-transaction codes (block_txs)")
         else:
-            codes, source = ledger_codes(point_dir, blockfile_bin)
-    if codes is None and len(tables.get("block_txs", [])):
-        codes = tables["block_txs"]
-        source = "per-transaction codes the point recorded (block_txs)"
-    if codes is None:
-        # a system without validation codes says what its counts are (its validity.yaml `no_ledger`)
-        section["counts_from"] = rules["no_ledger"] or "driver only: no ledger or per-transaction codes kept"
+            problems += ledger.cross_check(tables.get("blocks"), codes, "driver's block log", "recorded codes")
     else:
-        section["counts_from"] = source
+        section["counts_from"] = decl.get("counts")
+        section["evidence"] = NO_COUNT if decl["codes"] == "not_applicable" else DRIVER_ONLY
+        if decl.get("independent_check"):
+            check = systems.independent_check(point["system"], decl["independent_check"])
+            result, more = check.run(point_dir, tables)
+            section["independent_check"] = {"name": check.name, "what": check.what, **result,
+                                            "status": "failed" if more else "passed"}
+            problems += [f"independent check {check.name}: {p}" for p in more]
+            if not more:
+                section["evidence"] = INDEPENDENT_CHECK
+    if codes is not None:
         section["ledger_valid"] = int((codes["validation_code"] == "VALID").sum())
         section["ledger_invalid"] = {k: int(v) for k, v in
                                      sorted(codes.loc[codes["validation_code"] != "VALID", "validation_code"]
                                             .value_counts().items())}
-        for name, label in (("blocks", "driver's block log"), ("deliveries", "block watcher")):
-            problems += cross_check(tables.get(name), codes, label, source)
-        if len(tables.get("block_txs", [])) and source.startswith("block files"):
-            problems += cross_check(_blocks_of(tables["block_txs"]), codes, "point's per-transaction codes", source)
-        if len(tables.get("mutations", [])):
-            section["mutations"], more = mutation_check(tables["mutations"], codes, source)
+        if mutations is not None and len(mutations):
+            section["mutations"], more = mutation_check(mutations, codes, section["counts_from"])
             problems += more
+        section.setdefault("evidence", LEDGER_PROVEN)
+    elif mutations is not None and len(mutations):
+        problems.append(f"{len(mutations)} transaction(s) were corrupted on purpose, but the point has no "
+                        "per-transaction codes to find them in")
 
-    # Without a timed section, the work owed is what the ledger says was validated (a driver's own
-    # block log may list blocks it discarded unvalidated, FastFabric's Fig. 3/4 deliver client).
-    owed = int((codes["validation_code"] != "NOT_VALIDATED").sum()) if codes is not None else None
-    work, more = work_check(point_dir, rules["work"], run_primitives(point_dir.parent.parent), owed)
-    if work:
-        section["work"] = work
-    problems += more
+    if rules["work"] and decl.get("validators"):
+        blocks = tables.get("blocks")
+        timed = sorted(set(blocks["block_number"])) if blocks is not None and len(blocks) else None
+        section["work"], more = work_check(point_dir, rules["work"], decl["validators"], context["primitives"],
+                                           codes, timed)
+        problems += more
     section["problems"] = problems
     return section, problems
 
 
-def _blocks_of(txs: pd.DataFrame) -> pd.DataFrame:
-    """Per-block transaction and valid counts of per-transaction codes, in the driver's block-log columns."""
-    return (txs.assign(ok=txs["validation_code"] == "VALID").groupby("block_number")
-            .agg(tx_count=("ok", "size"), valid_count=("ok", "sum")).reset_index())
+def _ledger_codes(point_dir: Path, decl: dict, tables: dict, section: dict, blockfile_bin: Path | None,
+                  txverify_bin: Path | None, point: dict) -> tuple[pd.DataFrame | None, list[str]]:
+    """Codes from the kept ledgers, every driver table held against them, and our verifier's word."""
+    blockfile_bin = blockfile_bin or REPO_ROOT / "bin" / "blockfile"
+    if not ledger.ledger_files(point_dir):
+        section["counts_from"] = "no kept ledger"
+        return None, []  # required_evidence names the missing block files
+    if not Path(blockfile_bin).is_file():
+        section["counts_from"] = "kept ledger not decoded"
+        return None, [f"the point kept block files, but {blockfile_bin} is missing to decode them (invoke build)"]
+    try:
+        kept = ledger.kept_ledgers(point_dir, blockfile_bin)
+        codes, source = ledger.agreed_codes(kept)
+    except HarnessError as e:
+        section["counts_from"] = "kept ledger unreadable"
+        return None, [str(e)]
+    if codes is None:
+        section["counts_from"] = "kept ledgers hold no validated block"
+        return None, ["no kept ledger holds a validated block (every transaction NOT_VALIDATED)"]
+    section["counts_from"] = source
+    problems = []
+    for name, label in (("blocks", "driver's block log"), ("deliveries", "block watcher"),
+                        ("block_txs", "point's per-transaction codes")):
+        rows = tables.get(name)
+        if name == "block_txs" and rows is not None and len(rows):
+            rows = ledger.blocks_of(rows)
+        problems += ledger.cross_check(rows, codes, label, source)
+    if decl.get("verify") and txverify_bin is None:
+        section["verifier"] = "not run (a report's quick re-check)"
+    elif decl.get("verify"):
+        policy = decl["verify"] if isinstance(decl["verify"], str) else None
+        checked = []
+        for lg in kept:
+            if lg.validated and lg.component in decl["ledgers"]:
+                result, more = ledger.verify(lg, txverify_bin, policy,
+                                             f"{point.get('id')}/{lg.key}")
+                checked.append(result)
+                problems += more
+        section["verifier"] = checked
+    return codes, problems

@@ -52,6 +52,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"fabricrepro/internal/channelconfig"
@@ -258,6 +259,7 @@ func run(cfg Config, out, mutOut string) (*Summary, error) {
 	var prevCommit int64
 	var blockTPS float64
 	var vscc, total time.Duration
+	timedStart := readCPUClock()
 	for i, b := range blocks {
 		st, err := l.Committer.Commit(b)
 		if err != nil {
@@ -276,6 +278,7 @@ func run(cfg Config, out, mutOut string) (*Summary, error) {
 		vscc += st.VSCC
 		total += time.Duration(st.CommittedNs - st.ReceivedNs)
 	}
+	printTimedSection(os.Stderr, timedStart, readCPUClock(), s.Txs)
 	s.DurationNs = last - first
 	s.TPS = float64(s.Txs) / (float64(s.DurationNs) / 1e9)
 	if len(blocks) > 1 {
@@ -556,3 +559,19 @@ func verifyRate(w io.Writer, d time.Duration) error {
 }
 
 func round(f float64) float64 { v, _ := strconv.ParseFloat(fmt.Sprintf("%.0f", f), 64); return v }
+
+// cpuClock is the wall clock and this process's CPU time (all threads) at one instant.
+type cpuClock struct{ wall, user, sys time.Duration }
+
+func readCPUClock() cpuClock {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return cpuClock{time.Duration(time.Now().UnixNano()), time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())}
+}
+
+// printTimedSection writes the line the harness's work check reads (harness/validity.py, the same
+// line the upstream peer benchmarks print through our patches): the CPU the commit loop used.
+func printTimedSection(w io.Writer, start, end cpuClock, txs int) {
+	fmt.Fprintf(w, "fabricrepro timed_section txs %d wall_ns %d user_ns %d system_ns %d\n",
+		txs, (end.wall - start.wall).Nanoseconds(), (end.user - start.user).Nanoseconds(), (end.sys - start.sys).Nanoseconds())
+}

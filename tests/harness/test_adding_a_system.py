@@ -56,7 +56,7 @@ def copy_repository(dest: Path) -> float:
 
 def test_the_page_shows_the_whole_toy_system():
     files = doc_files()
-    assert {f"{SYSTEM}/system.yaml", f"{SYSTEM}/plugin.py", f"{SYSTEM}/playbooks/toy-echo.yml",
+    assert {f"{SYSTEM}/system.yaml", f"{SYSTEM}/plugin.py", f"{SYSTEM}/validity.yaml", f"{SYSTEM}/playbooks/toy-echo.yml",
             f"{SYSTEM}/roles/toy_echo/tasks/main.yml", "papers-toy/toy-echo.yaml", "bin/toy-echo"} <= set(files)
     assert all(p.startswith((f"{SYSTEM}/", "papers-toy/", "bin/")) for p in files), sorted(files)
 

@@ -1,4 +1,5 @@
-"""harness/validity.py: counts from the ledger's codes, mutations, log patterns and the work check.
+"""harness/validity.py and harness/ledger.py: counts from the ledger's codes, mutations, log patterns and the work
+check, each shown to fail (a negative control per check) and to fail closed where its evidence is missing.
 
 Tables here are small hand-made frames; the end-to-end checks against the
 real drivers are in tests/upstream/test_validity_mutations.py.
@@ -11,7 +12,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness import REPO_ROOT as REPO, validity
+from harness import REPO_ROOT as REPO, ledger, validity
 from harness.errors import HarnessError
 
 
@@ -23,24 +24,44 @@ LEDGER = codes([(5, 0, "a", "VALID"), (5, 1, "b", "BAD_CREATOR_SIGNATURE"), (5, 
                 (6, 0, "d", "VALID"), (6, 1, "e", "MVCC_READ_CONFLICT"), (6, 2, "f", "VALID")])
 
 
-def driver_blocks(valid):
-    return pd.DataFrame({"block_number": [5, 6], "tx_count": [3, 3], "valid_count": valid})
+def driver_blocks(valid, host="peer0", numbers=(5, 6)):
+    return pd.DataFrame({"host": host, "block_number": list(numbers), "tx_count": [3] * len(numbers),
+                         "valid_count": valid})
 
 
 def test_driver_count_equal_to_the_ledger_passes():
-    assert validity.cross_check(driver_blocks([2, 2]), LEDGER, "driver's block log", "ledger") == []
+    assert ledger.cross_check(driver_blocks([2, 2]), LEDGER, "driver's block log", "ledger") == []
 
 
 def test_driver_count_above_the_ledger_fails_naming_both_counts():
     # FastFabric's peer benchmark on a channel without MSP: every transfer refused, the driver said valid.
-    problems = validity.cross_check(driver_blocks([3, 3]), LEDGER, "driver's block log", "ledger")
+    problems = ledger.cross_check(driver_blocks([3, 3]), LEDGER, "driver's block log", "ledger")
     assert len(problems) == 1
-    assert "counts 6 valid" in problems[0] and "ledger 4" in problems[0] and "first block 5: 3 vs 2" in problems[0]
+    assert "counts 6 valid" in problems[0] and "ledger 4" in problems[0] and "first block 5: 3/3 vs 2/3" in problems[0]
 
 
-def test_driver_blocks_unknown_to_the_ledger_cannot_be_checked():
-    other = pd.DataFrame({"block_number": [9], "tx_count": [3], "valid_count": [3]})
-    assert "cannot be checked" in validity.cross_check(other, LEDGER, "driver's block log", "ledger")[0]
+def test_a_block_on_one_side_only_fails_naming_it_and_the_host():
+    # the driver claims a block the ledger does not hold (a ledger cut in half looks the same)
+    extra = driver_blocks([2, 2, 3], numbers=(5, 6, 7))
+    problems = ledger.cross_check(extra, LEDGER, "driver's block log", "ledger")
+    assert len(problems) == 1 and "block 7" in problems[0] and "host peer0" in problems[0]
+    # the ledger holds a block inside the driver's range that the driver never reported
+    gap = pd.concat([LEDGER, LEDGER[LEDGER["block_number"] == 5].assign(block_number=7)], ignore_index=True)
+    problems = ledger.cross_check(driver_blocks([2, 2], numbers=(5, 7)), gap, "block watcher", "ledger")
+    assert len(problems) == 1 and "missing from the block watcher on host peer0 (first: block 6)" in problems[0]
+
+
+def test_every_host_is_checked_and_a_duplicate_with_other_counts_fails():
+    # a second host's inflated rows fail although the first host's agree
+    rows = pd.concat([driver_blocks([2, 2]), driver_blocks([3, 2], host="peer1")], ignore_index=True)
+    problems = ledger.cross_check(rows, LEDGER, "block watcher", "ledger")
+    assert len(problems) == 1 and "host peer1" in problems[0]
+    twice = pd.concat([driver_blocks([2, 2]), driver_blocks([3], numbers=(5,))], ignore_index=True)
+    problems = ledger.cross_check(twice, LEDGER, "block watcher", "ledger")
+    assert any("reports block 5 2 times with different counts" in p for p in problems)
+    # the same row twice (a block logged twice with the same counts) is no difference
+    same = pd.concat([driver_blocks([2, 2]), driver_blocks([2], numbers=(5,))], ignore_index=True)
+    assert ledger.cross_check(same, LEDGER, "block watcher", "ledger") == []
 
 
 MUTATIONS = pd.DataFrame({"block_number": [5, 6], "tx_index": [1, 1], "tx_id": ["b", "e"],
@@ -85,7 +106,7 @@ def test_log_scan_counts_and_fails_on_unexpected_patterns(tmp_path):
     write_log(tmp_path, "peer.log", "ok\nBlock [3] Transaction index [0] marked as invalid ... BAD_CREATOR_SIGNATURE\n"
                                     "x MVCC_READ_CONFLICT\npanic: boom\n")
     write_log(tmp_path, "ansible-run.log", "BAD_CREATOR_SIGNATURE quoted by a command line\n")
-    counts, problems = validity.scan_logs(tmp_path, PATTERNS, {})
+    counts, problems = validity.scan_logs(tmp_path, PATTERNS)
     assert counts["bad_creator_signature"] == 1 and counts["mvcc_read_conflict"] == 1 and counts["go_panic"] == 1
     assert len(problems) == 3
     assert any(p.startswith("1 log line(s) of bad_creator_signature") and "localhost/peer.log" in p
@@ -110,26 +131,44 @@ def test_what_a_log_gets_once_the_stop_began_is_not_counted(tmp_path):
     (point / "raw" / "localhost").mkdir(parents=True)
     (point / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text((work / "log_bytes_at_stop.csv").read_text())
     assert validity.log_bytes_at_stop(point, "localhost") == {"peer.log": len(before)}
-    counts, problems = validity.scan_logs(point, PATTERNS, {})
+    counts, problems = validity.scan_logs(point, PATTERNS)
     assert counts["bad_creator_signature"] == 1 and counts["go_panic"] == 0 and len(problems) == 1
 
 
-def test_planned_conflicts_are_counted_but_do_not_fail(tmp_path):
+def test_a_stop_offset_of_zero_hides_nothing(tmp_path):
+    # a forged or stale log_bytes_at_stop row of 0 must not hide a log that has content
+    write_log(tmp_path, "peer.log", "panic: boom\n")
+    (tmp_path / "raw" / "localhost").mkdir(parents=True)
+    (tmp_path / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text("log,bytes\npeer.log,0\n")
+    counts, problems = validity.scan_logs(tmp_path, PATTERNS)
+    assert counts["go_panic"] == 1 and len(problems) == 1
+
+
+STALE = pd.DataFrame({"block_number": [5], "tx_index": [1], "tx_id": ["b"], "mutation": ["stale_read"]})
+
+
+def test_planned_conflicts_are_forgiven_only_as_many_times_as_mutations_were_recorded(tmp_path):
     write_log(tmp_path, "peer.log", "x MVCC_READ_CONFLICT\n")
-    counts, problems = validity.scan_logs(tmp_path, PATTERNS, {"stale_read_fraction": 0.1})
+    counts, problems = validity.scan_logs(tmp_path, PATTERNS, STALE)
     assert counts["mvcc_read_conflict"] == 1 and problems == []
+    # negative controls: no recorded mutation (a parameter alone explains nothing), and one line too many
+    assert len(validity.scan_logs(tmp_path, PATTERNS, None)[1]) == 1
+    write_log(tmp_path, "peer.log", "x MVCC_READ_CONFLICT\ny MVCC_READ_CONFLICT\n")
+    problems = validity.scan_logs(tmp_path, PATTERNS, STALE)[1]
+    assert len(problems) == 1 and "2 log line(s) of mvcc_read_conflict" in problems[0] and "1 explained" in problems[0]
 
 
 def test_rules_extend_their_base_and_refuse_bad_files(tmp_path):
     (tmp_path / "base").mkdir()
     (tmp_path / "base" / "validity.yaml").write_text(
         "schema_version: 1\nlog_patterns:\n  - {name: a, regex: 'A', meaning: base}\n"
-        "work: {verifies_per_tx: 2, components: [x]}\n")
+        "work: {verifies_per_tx: 2}\nevidence:\n  d: {upstream: {codes: none, counts: blocks}}\n")
     (tmp_path / "child").mkdir()
     (tmp_path / "child" / "validity.yaml").write_text(
         "schema_version: 1\nextends: base\nlog_patterns:\n  - {name: b, regex: 'B', meaning: child}\n")
     rules = validity.load_rules("child", tmp_path)
     assert [p["name"] for p in rules["log_patterns"]] == ["a", "b"] and rules["work"]["verifies_per_tx"] == 2
+    assert rules["evidence"]["d"]["upstream"]["counts"] == "blocks"
     assert validity.load_rules("none", tmp_path)["log_patterns"] == []
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "validity.yaml").write_text("schema_version: 1\nlog_patterns:\n  - {name: c, regex: '(', meaning: m}\n")
@@ -138,34 +177,63 @@ def test_rules_extend_their_base_and_refuse_bad_files(tmp_path):
     (tmp_path / "bad" / "validity.yaml").write_text("schema_version: 1\nlog_patterns: [a: b: c]\n")
     with pytest.raises(HarnessError, match="not valid YAML"):
         validity.load_rules("bad", tmp_path)
+    for evidence, match in (("d: {upstream: {codes: ledger, validators: [p]}}", "'ledgers'"),
+                            ("d: {upstream: {codes: none}}", "must say what it counts"),
+                            ("d: {upstream: {codes: guess}}", "'codes' must be one of"),
+                            ("d: {nightly: {codes: none, counts: x}}", "upstream or reference"),
+                            ("d: {upstream: {codes: none, counts: x, logz: [a]}}", "unknown key")):
+        (tmp_path / "bad" / "validity.yaml").write_text(f"schema_version: 1\nevidence:\n  {evidence}\n")
+        with pytest.raises(HarnessError, match=match):
+            validity.load_rules("bad", tmp_path)
 
 
-WORK = {"verifies_per_tx": 2, "components": ["bench"]}
+WORK = {"verifies_per_tx": 2}
+#: 2,000 transfers in blocks 1-20 of the ledger (and a set-up block 0 the driver did not time)
+TIMED = codes([(b, i, f"t{b}-{i}", "VALID") for b in range(1, 21) for i in range(100)] + [(0, 0, "setup", "VALID")])
+RATE = {"before_points": {"per_core_verifies_per_s": 20000}}
+
+
+def timed_line(txs, user_ns):
+    return f"fabricrepro timed_section txs {txs} wall_ns 90000000 user_ns {user_ns} system_ns 0\n"
 
 
 def test_work_check_fails_a_run_cheaper_than_its_signatures(tmp_path):
     # 2,000 transfers x 2 verifies at 20,000/s need 0.2 CPU-s; 0.05 CPU-s cannot have verified them.
-    write_log(tmp_path, "bench.out", "fabricrepro timed_section txs 2000 wall_ns 90000000 user_ns 40000000 "
-                                     "system_ns 10000000\n")
-    result, problems = validity.work_check(tmp_path, WORK, {"before_points": {"per_core_verifies_per_s": 20000}})
+    write_log(tmp_path, "bench.out", timed_line(2000, 50_000_000))
+    result, problems = validity.work_check(tmp_path, WORK, ["bench"], RATE, TIMED, list(range(1, 21)))
     assert result["status"] == "failed" and result["needed_cpu_s"] == 0.2 and result["cpu_s"] == 0.05
     assert "need at least 0.200 CPU-s" in problems[0]
 
 
-def test_work_check_passes_when_the_cpu_covers_the_signatures(tmp_path):
-    write_log(tmp_path, "bench.out", "fabricrepro timed_section txs 2000 wall_ns 300000000 user_ns 500000000 "
-                                     "system_ns 20000000\n")
+def test_work_check_passes_when_the_cpu_covers_the_signatures_with_the_margin(tmp_path):
+    write_log(tmp_path, "bench.out", timed_line(2000, 520_000_000))
     primitives = {"before_points": {"per_core_verifies_per_s": 18000},
                   "after_points": {"per_core_verifies_per_s": 20000}}
-    result, problems = validity.work_check(tmp_path, WORK, primitives)
+    result, problems = validity.work_check(tmp_path, WORK, ["bench"], primitives, TIMED, list(range(1, 21)))
     # the fastest measured rate bounds the cost from below
     assert problems == [] and result["status"] == "passed" and result["verify_us"] == 50.0
     assert result["covered"] == pytest.approx(2.6)
+    # the same CPU fails a margin above it: the negative control's side of the threshold
+    result, problems = validity.work_check(tmp_path, {**WORK, "min_covered": 3.0}, ["bench"], primitives, TIMED,
+                                           list(range(1, 21)))
+    assert result["status"] == "failed" and "x 3.0" in problems[0]
 
 
-def test_work_check_without_a_measurement_says_so(tmp_path):
-    result, problems = validity.work_check(tmp_path, WORK, {})
-    assert problems == [] and result["status"] == "not measured"
+def test_work_check_counts_the_ledgers_transactions_not_the_drivers(tmp_path):
+    # the driver says it timed 2,000 transactions; the ledger holds 1,000 in the blocks it timed
+    write_log(tmp_path, "bench.out", timed_line(2000, 900_000_000))
+    result, problems = validity.work_check(tmp_path, WORK, ["bench"], RATE, TIMED, list(range(1, 11)))
+    assert result["status"] == "failed" and "says 2000 transactions, the ledger holds 1000" in problems[0]
+
+
+def test_work_check_without_a_measurement_fails(tmp_path):
+    result, problems = validity.work_check(tmp_path, WORK, ["bench"], RATE, TIMED)
+    assert result["status"] == "not measured" and "no timed-section line" in problems[0]
+    write_log(tmp_path, "bench.out", timed_line(2000, 900_000_000))
+    for codes_, rate, why in ((TIMED, {}, "no measured ECDSA verification rate"),
+                              (None, RATE, "no ledger count")):
+        result, problems = validity.work_check(tmp_path, WORK, ["bench"], rate, codes_, list(range(1, 21)))
+        assert result["status"] == "not measured" and len(problems) == 1 and why in problems[0], problems
 
 
 def test_run_primitives_reads_the_run_metadata(tmp_path):
@@ -192,12 +260,9 @@ def test_work_check_falls_back_to_the_components_whole_life(tmp_path):
     raw.mkdir(parents=True)
     (raw / "cpu_fabric_peer.csv").write_text("component,pid,user_s,system_s\nfabric_peer,42,0.05,0.01\n")
     (raw / "cpu_orderer.csv").write_text("component,pid,user_s,system_s\norderer,43,9.0,1.0\n")
-    work = {"verifies_per_tx": 2, "components": ["fabric_peer"]}
-    rate = {"before_points": {"per_core_verifies_per_s": 20000}}
-    result, problems = validity.work_check(tmp_path, work, rate, owed_txs=2000)
+    result, problems = validity.work_check(tmp_path, WORK, ["fabric_peer"], RATE, TIMED)
     assert result["status"] == "failed" and result["cpu_s"] == pytest.approx(0.06)   # the orderer's CPU is not the peer's
-    assert "whole life of fabric_peer" in problems[0]
-    assert validity.work_check(tmp_path, work, rate, owed_txs=None)[0]["status"] == "not measured"
+    assert result["txs"] == 2001 and "whole life of fabric_peer" in problems[0]
 
 
 def test_the_ledger_holding_most_transactions_is_the_evidence(tmp_path, monkeypatch):
@@ -208,13 +273,13 @@ def test_the_ledger_holding_most_transactions_is_the_evidence(tmp_path, monkeypa
         (d / "blockfile_000000").write_text("")
     full, short = LEDGER, LEDGER[LEDGER["block_number"] == 5]
     decoded = {"fastfabric_storage": full, "fastfabric_storage_endorser": short, "fastfabric_endorser": short}
-    monkeypatch.setattr(validity, "decode_ledger", lambda files, _bin: decoded[files[0].parent.parent.name])
-    codes, source = validity.ledger_codes(tmp_path, tmp_path / "blockfile")
-    assert source == "block files of localhost/fastfabric_storage/test" and len(codes) == len(LEDGER)
+    monkeypatch.setattr(ledger, "decode_ledger", lambda files, _bin: decoded[files[0].parent.parent.name])
+    codes, source = ledger.agreed_codes(ledger.kept_ledgers(tmp_path, tmp_path / "blockfile"))
+    assert source.startswith("block files of localhost/fastfabric_storage/test") and len(codes) == len(LEDGER)
     decoded["fastfabric_endorser"] = short.assign(validation_code="VALID")   # disagrees on block 5 tx 1
     with pytest.raises(HarnessError, match="disagree on block 5 tx 1"):
-        validity.ledger_codes(tmp_path, tmp_path / "blockfile")
+        ledger.agreed_codes(ledger.kept_ledgers(tmp_path, tmp_path / "blockfile"))
 
 
 def test_a_system_without_rules_gets_every_key(tmp_path):
-    assert validity.load_rules("none", tmp_path) == {"log_patterns": [], "work": None, "no_ledger": None, "sources": []}
+    assert validity.load_rules("none", tmp_path) == {"log_patterns": [], "work": None, "evidence": {}, "sources": []}

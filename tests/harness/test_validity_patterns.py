@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness import validity
 from harness.deploy import role_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ FILES = sorted(SYSTEMS.glob("*/validity.yaml"))
 PARAMETERS = yaml.safe_load((ROOT / "harness" / "parameters.yaml").read_text())
 
 REQUIRED = {"name", "regex", "meaning", "unexpected"}
-OPTIONAL = {"planned_by", "components", "components_except", "fatal"}
+OPTIONAL = {"planned_by", "lines_per_mutation", "components", "components_except", "fatal"}
 F12 = "2026-11-24 10:00:00.000 UTC"          # common/flogging/logging.go:31 time format (1.1, 1.2, FastFabric)
 F06 = "10:00:00.000"                          # fabric-0.6.1 flogging/logging.go:94 time format
 
@@ -285,7 +286,7 @@ def test_every_system_has_a_file():
 def test_format(path: Path):
     doc = load(path)
     assert doc.get("schema_version") == 1
-    assert set(doc) <= {"schema_version", "extends", "log_patterns", "work", "no_ledger"}, set(doc)
+    assert set(doc) <= {"schema_version", "extends", "log_patterns", "work", "evidence"}, set(doc)
     if "extends" in doc:
         assert (SYSTEMS / doc["extends"] / "validity.yaml").is_file(), f"extends {doc['extends']}: no such system"
         assert doc["extends"] != path.parent.name
@@ -307,11 +308,32 @@ def test_format(path: Path):
                 assert isinstance(p[key], list) and all(isinstance(c, str) for c in p[key])
     if "work" in doc:
         w = doc["work"]
-        assert set(w) == {"verifies_per_tx", "components", "why"}, set(w)
+        assert {"verifies_per_tx", "why"} <= set(w) <= {"verifies_per_tx", "why", "min_covered"}, set(w)
         assert isinstance(w["verifies_per_tx"], int) and w["verifies_per_tx"] > 0
-        assert w["components"] and all(isinstance(c, str) for c in w["components"])
-        for c in w["components"]:
-            assert role_dir(c) is not None, f"work.components: no role {c}"
+    for driver, builds in (doc.get("evidence") or {}).items():
+        for build, decl in builds.items():
+            for key in ("validators", "ledgers", "logs"):
+                for c in decl.get(key, []):
+                    assert role_dir(c) is not None, f"evidence.{driver}.{build}.{key}: no role {c}"
+
+
+def system_drivers(system: str) -> set[tuple[str, str]]:
+    """(driver, build) of every way a system runs: its upstream recipe's drivers and its reference build's."""
+    folder = SYSTEMS / system
+    out = set()
+    if (folder / "upstream.yaml").is_file():
+        out |= {(d, "upstream") for d in (load(folder / "upstream.yaml").get("drivers") or {})}
+    reference = load(folder / "system.yaml").get("reference") or {}
+    out |= {(d, "reference") for d in (reference.get("drivers") or {})}
+    return out
+
+
+@pytest.mark.parametrize("system", sorted(p.parent.name for p in SYSTEMS.glob("*/system.yaml")))
+def test_every_driver_declares_its_evidence(system: str):
+    """A point of a driver without a declaration fails (fail closed); the catalogue must declare them all."""
+    evidence = validity.load_rules(system)["evidence"]
+    missing = sorted(f"{d} ({b})" for d, b in system_drivers(system) if b not in (evidence.get(d) or {}))
+    assert not missing, f"systems/{system}/validity.yaml declares no evidence for {', '.join(missing)}"
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)

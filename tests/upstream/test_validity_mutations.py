@@ -41,11 +41,15 @@ def record_primitives(point_dir: Path) -> None:
                {"primitives": {"before_points": validity.measure_primitives(REPO_ROOT / "bin")}})
 
 
-def checked(point_dir: Path, system: str, parameters: dict) -> tuple[dict, list[str], dict]:
-    """Collect a point's raw files as harness/runner.py does; its validity section, problems and tables."""
+def checked(point_dir: Path, system: str, parameters: dict, driver: str = "committer-bench",
+            build: str = "upstream") -> tuple[dict, list[str], dict]:
+    """Collect a point's raw files as harness/runner.py does; its validity section, problems and tables
+    (the driver and build the run directory would name, given here: a test's point has no experiment.yaml)."""
     collect.convert_point(point_dir)
     tables = collect.load_point(point_dir)
-    section, problems = validity.check_point(point_dir, {"system": system, "parameters": parameters}, tables)
+    context = {"driver": driver, "build": build, "primitives": validity.run_primitives(point_dir.parent.parent)}
+    section, problems = validity.check_point(point_dir, {"id": point_dir.name, "system": system,
+                                                         "parameters": parameters}, tables, context=context)
     return section, problems, tables
 
 
@@ -120,7 +124,7 @@ def run_reference_point(tmp_path: Path):
         run_playbook(spec["playbook"], inventory, variables, point_dir / "logs" / "ansible-run.log", timeout=300)
     finally:
         run_playbook("teardown.yml", inventory, variables, point_dir / "logs" / "ansible-teardown.log", timeout=120)
-    return checked(point_dir, "fabric-1.2", MUTATIONS)
+    return checked(point_dir, "fabric-1.2", MUTATIONS, build="reference")
 
 
 FORGED = 10
@@ -140,13 +144,13 @@ def test_fabric11_peer_refuses_exactly_the_forged_endorsements(tmp_path):
     assert variables["loadgen_forge_endorsement"] == FORGED
     record_primitives(point_dir)
     run_watched(tmp_path, spec, inventory, variables, point_dir, 900, [])
-    section, problems, _ = checked(point_dir, "validation-opt", parameters)
+    section, problems, _ = checked(point_dir, "validation-opt", parameters, driver="validation-breakdown")
     assert problems == [], problems
     assert section["counts_from"].startswith("block files"), section["counts_from"]
     assert section["ledger_invalid"] == {"ENDORSEMENT_POLICY_FAILURE": FORGED}, section["ledger_invalid"]
     # exactly the transactions the load generator says it forged (its stderr: "forged <txid>")
     forged = {line.split()[1] for log in point_dir.glob("logs/*/loadgen*.log")
               for line in log.read_text().splitlines() if line.startswith("forged ")}
-    ledger = validity.ledger_codes(point_dir, REPO_ROOT / "bin" / "blockfile")[0]
+    ledger = validity.ledger.agreed_codes(validity.ledger.kept_ledgers(point_dir, REPO_ROOT / "bin" / "blockfile"))[0]
     refused = set(ledger.loc[ledger["validation_code"] == "ENDORSEMENT_POLICY_FAILURE", "tx_id"])
     assert len(forged) == FORGED and refused == forged
