@@ -177,10 +177,13 @@ def fatal_patterns(system: str, systems_dir: Path = SYSTEMS) -> list[dict]:
 
 def started_components(point_dir: Path) -> dict[str, set[str]]:
     """The hosts each component of the point was started on: the process role records every start in
-    ``raw/<host>/affinity_<component>.csv`` (an instance as ``<component>_<instance>``)."""
+    ``raw/<host>/affinity_<component>.csv`` (an instance as ``<component>_<instance>``), and its stop
+    the component's CPU in ``cpu_<component>.csv``."""
     out: dict[str, set[str]] = {}
-    for f in Path(point_dir).glob("raw/*/affinity_*.csv"):
-        out.setdefault(f.stem.removeprefix("affinity_"), set()).add(f.parent.name)
+    for f in Path(point_dir).glob("raw/*/*.csv"):
+        for prefix in ("affinity_", "cpu_"):
+            if f.stem.startswith(prefix):
+                out.setdefault(f.stem.removeprefix(prefix), set()).add(f.parent.name)
     return out
 
 
@@ -253,15 +256,16 @@ def required_evidence(point_dir: Path, decl: dict, tables: dict[str, pd.DataFram
     started = started_components(point_dir)
     problems = []
     if not started:
-        return ["no record of the components this point started (raw/<host>/affinity_*.csv): nothing shows "
-                "what ran where"]
+        return ["no record of the components this point started (raw/<host>/affinity_*.csv, cpu_*.csv): "
+                "nothing shows what ran where"]
     validators = decl.get("validators") or []
     if validators and not any(_ran(started, c) for c in validators):
         problems.append(f"none of the validating components {', '.join(validators)} was started "
                         f"(started: {', '.join(sorted(started))})")
     kept = ledger.ledger_files(point_dir)
+    # Ledgers and logs are required of the component itself; its instances name their files their own way.
     for component in decl.get("ledgers") or []:
-        for name, hosts in sorted(_ran(started, component).items()):
+        for name, hosts in [(component, started[component])] if component in started else []:
             for host in sorted(hosts):
                 files = [f for (h, c, _), fs in kept.items() if h == host and c == component for f in fs]
                 if not files:
@@ -270,7 +274,7 @@ def required_evidence(point_dir: Path, decl: dict, tables: dict[str, pd.DataFram
                 elif not any(f.stat().st_size for f in files):
                     problems.append(f"the kept block files of {name} on host {host} are empty")
     for component in decl.get("logs") or []:
-        for name, hosts in sorted(_ran(started, component).items()):
+        for name, hosts in [(component, started[component])] if component in started else []:
             for host in sorted(hosts):
                 logs = [f for f in (point_dir / "logs" / host).glob(f"{name}.*") if f.suffix in (".log", ".out")]
                 if not logs:
