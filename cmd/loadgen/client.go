@@ -39,9 +39,13 @@ type endorsers struct {
 
 // endorse builds, signs and endorses transaction i (invoking args), then
 // assembles the signed envelope. Transaction i goes to perTx consecutive
-// endorsers starting at i*perTx (round-robin). If forge is set the
-// endorsement signatures are corrupted before assembly.
-func (e *endorsers) endorse(ctx context.Context, i int, args [][]byte, forge bool) (Endorsed, error) {
+// endorsers starting at i*perTx (round-robin). mutation BadEndorsement
+// corrupts the endorsement signatures before assembly, BadCreator the
+// creator's envelope signature after it (a byte of its S value, so the DER
+// still parses and only the verification fails); other kinds change nothing
+// here (a stale read is made by the accounts it is given).
+func (e *endorsers) endorse(ctx context.Context, i int, args [][]byte, mutation string) (Endorsed, error) {
+	forge := mutation == BadEndorsement
 	prop, txID, err := protoutil.CreateChaincodeProposal(e.channel, e.cc, args, e.signer.Serialize())
 	if err != nil {
 		return Endorsed{}, err
@@ -75,13 +79,18 @@ func (e *endorsers) endorse(ctx context.Context, i int, args [][]byte, forge boo
 	if err != nil {
 		return Endorsed{}, fmt.Errorf("tx %s: %w", txID, err)
 	}
+	if mutation == BadCreator && len(env.Signature) > 0 {
+		sig := append([]byte(nil), env.Signature...)
+		sig[len(sig)-1] ^= 0xff
+		env = &cb.Envelope{Payload: env.Payload, Signature: sig}
+	}
 	return Endorsed{TxID: txID, Envelope: env}, nil
 }
 
 // endorseAll endorses n transactions with the given concurrency; argsOf(i)
-// gives the arguments of transaction i, forged(i) whether to forge it. The
-// first error stops the phase.
-func (e *endorsers) endorseAll(ctx context.Context, n, concurrency int, argsOf func(int) [][]byte, forged func(int) bool) ([]Endorsed, error) {
+// gives the arguments of transaction i, mutation(i) its mutation ("" none;
+// see endorse). The first error stops the phase.
+func (e *endorsers) endorseAll(ctx context.Context, n, concurrency int, argsOf func(int) [][]byte, mutation func(int) string) ([]Endorsed, error) {
 	out := make([]Endorsed, n)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -94,7 +103,7 @@ func (e *endorsers) endorseAll(ctx context.Context, n, concurrency int, argsOf f
 		go func() {
 			defer wg.Done()
 			for i := range idx {
-				en, err := e.endorse(ctx, i, argsOf(i), forged(i))
+				en, err := e.endorse(ctx, i, argsOf(i), mutation(i))
 				if err != nil {
 					once.Do(func() { firstErr = err; cancel() })
 					continue

@@ -43,6 +43,9 @@ type Config struct {
 	// Setup and Transfer hold the parameters of each phase.
 	Setup    SetupConfig    `yaml:"setup"`
 	Transfer TransferConfig `yaml:"transfer"`
+	// MutationsOut is where the transfer phase writes mutations.csv
+	// (--mutations; not a key of the file).
+	MutationsOut string `yaml:"-"`
 }
 
 // SetupConfig is the `setup` section.
@@ -81,16 +84,25 @@ type TransferConfig struct {
 	Amount       int64 `yaml:"amount"`
 	// Rate in tx/s for an open-loop schedule; 0 sends as fast as accepted.
 	Rate float64 `yaml:"rate"`
-	// ForgeEndorsement corrupts the endorsement signature of the first N
-	// transfers (VSCC must reject them); --forge-endorsement overrides.
-	ForgeEndorsement int `yaml:"forgeEndorsement"`
+	// Mutations (docs/validity.md, item 2), each a count or a fraction of
+	// the transfers (Share), evenly spaced over the run and written to
+	// mutations.csv: ForgeEndorsement corrupts the endorsement signature
+	// (VSCC: ENDORSEMENT_POLICY_FAILURE), CorruptCreator the creator's
+	// envelope signature (BAD_CREATOR_SIGNATURE; a Fabric orderer refuses
+	// it at broadcast, FORBIDDEN), StaleRead makes the transfer read an
+	// account an earlier transfer of its stream overwrites
+	// (MVCC_READ_CONFLICT). --forge-endorsement, --corrupt-creator and
+	// --stale-read override.
+	ForgeEndorsement Share `yaml:"forgeEndorsement"`
+	CorruptCreator   Share `yaml:"corruptCreator"`
+	StaleRead        Share `yaml:"staleRead"`
 }
 
 // defaults returns the configuration before the file is applied.
 func defaults() Config {
 	return Config{
 		EndorsersPerTx: 1, Chaincode: "money-transfer", Workload: "money-transfer", Phase: "transfer", Seed: 1,
-		EndorseConcurrency: 16, Streams: 1,
+		EndorseConcurrency: 16, Streams: 1, MutationsOut: "mutations.csv",
 		Setup:    SetupConfig{Deploy: true, ChaincodeVersion: "1.0", InitialBalance: 1_000_000, Wait: true, WaitTimeout: 5 * time.Minute},
 		Transfer: TransferConfig{PayloadBytes: 2900, Amount: 1},
 	}
@@ -132,8 +144,11 @@ func (c *Config) check() error {
 		return errors.New("transfer.conflictRate must be within [0, 1]")
 	case c.Transfer.Rate < 0:
 		return errors.New("transfer.rate must not be negative")
-	case c.Transfer.ForgeEndorsement < 0 || c.Transfer.ForgeEndorsement > c.Transfer.Transactions:
-		return errors.New("transfer.forgeEndorsement must be between 0 and transfer.transactions")
+	}
+	if c.Phase == "transfer" {
+		if _, err := c.mutations(); err != nil {
+			return fmt.Errorf("transfer.forgeEndorsement, corruptCreator, staleRead: %w", err)
+		}
 	}
 	if c.Phase == "setup" && c.Setup.Deploy {
 		if _, err := c.Setup.Policy.envelope(); err != nil {
@@ -141,6 +156,13 @@ func (c *Config) check() error {
 		}
 	}
 	return nil
+}
+
+// mutations plans the transfers' mutations (PlanMutations).
+func (c *Config) mutations() ([]Mutation, error) {
+	t := c.Transfer
+	return PlanMutations(t.Transactions, c.Streams, t.CorruptCreator.Of(t.Transactions),
+		t.ForgeEndorsement.Of(t.Transactions), t.StaleRead.Of(t.Transactions))
 }
 
 func (p PolicyConfig) envelope() (*cb.SignaturePolicyEnvelope, error) {

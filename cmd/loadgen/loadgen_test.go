@@ -261,7 +261,7 @@ func TestEndorseAgainstRealEndorser(t *testing.T) {
 	e := &endorsers{clients: []pb.EndorserClient{pb.NewEndorserClient(conn)}, perTx: 1, channel: "ch", cc: moneytransfer.Name, signer: client}
 
 	// Before deployment every proposal is refused and the phase stops.
-	if _, err := e.endorseAll(context.Background(), 3, 2, func(int) [][]byte { return moneytransfer.CreateArgs("a", 1, nil) }, func(int) bool { return false }); err == nil || !strings.Contains(err.Error(), "instantiated") {
+	if _, err := e.endorseAll(context.Background(), 3, 2, func(int) [][]byte { return moneytransfer.CreateArgs("a", 1, nil) }, func(int) string { return "" }); err == nil || !strings.Contains(err.Error(), "instantiated") {
 		t.Fatalf("undeployed chaincode: %v", err)
 	}
 	// Deploy straight into the state (standing in for a committed lscc tx).
@@ -273,7 +273,12 @@ func TestEndorseAgainstRealEndorser(t *testing.T) {
 
 	txs, err := e.endorseAll(context.Background(), 6, 3, func(i int) [][]byte {
 		return moneytransfer.CreateArgs(moneytransfer.AccountName(i), 10, nil)
-	}, func(i int) bool { return i < 2 })
+	}, func(i int) string {
+		if i < 2 {
+			return BadEndorsement
+		}
+		return ""
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

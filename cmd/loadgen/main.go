@@ -1,7 +1,8 @@
 // Command loadgen drives the money-transfer workload (workloads/money-transfer),
 // or with workload: smallbank Caliper's smallbank operations (workloads/smallbank):
 //
-//	bin/loadgen --config loadgen.yaml --out txs.csv [--phase setup|transfer] [--forge-endorsement N]
+//	bin/loadgen --config loadgen.yaml --out txs.csv [--phase setup|transfer]
+//	            [--forge-endorsement N|F] [--corrupt-creator N|F] [--stale-read N|F] [--mutations mutations.csv]
 //
 // Phase "setup" deploys the chaincode through lscc with the configured
 // endorsement policy (and waits until the deploy commits, since creating
@@ -24,8 +25,19 @@
 // counted, not fatal), 1 a run error (an endorsement refused, setup
 // transactions invalid), 2 a configuration error.
 //
-// --forge-endorsement N flips a byte of the endorsement signature of the
-// first N transfers; their tx IDs are printed on stderr ("forged <txid>").
+// Mutations (docs/validity.md, item 2): --forge-endorsement, --corrupt-creator
+// and --stale-read (transfer.forgeEndorsement, corruptCreator, staleRead),
+// each a count ("3") or a fraction of the transfers ("0.0075"), corrupt
+// transfers spread evenly over the run: a flipped byte of the endorsement
+// signature (ENDORSEMENT_POLICY_FAILURE), of the creator's envelope signature
+// (BAD_CREATOR_SIGNATURE; a Fabric 1.x orderer refuses such an envelope at
+// broadcast with FORBIDDEN, its Writers policy checking the same signature),
+// or a read of an account that an earlier transfer of the same broadcast
+// stream overwrites (MVCC_READ_CONFLICT). The transfer phase writes them to
+// --mutations (default mutations.csv beside --out; header
+// block_number,tx_index,tx_id,mutation, block and index -1) and prints
+// "mutation <kind> <txid>" on stderr ("forged <txid>" too for a corrupted
+// endorsement), then how many of them the orderer refused.
 package main
 
 import (
@@ -37,6 +49,7 @@ import (
 	"math/rand"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -61,7 +74,11 @@ func run() int {
 	cfgPath := flag.String("config", "loadgen.yaml", "configuration file")
 	out := flag.String("out", "txs.csv", "per-transaction CSV output")
 	phase := flag.String("phase", "", "setup or transfer (overrides the config's phase)")
-	forge := flag.Int("forge-endorsement", -1, "corrupt the endorsement signature of the first N transfers (overrides transfer.forgeEndorsement)")
+	share := "a count (3) or a fraction of the transfers (0.01)"
+	forge := flag.String("forge-endorsement", "", "transfers whose endorsement signature is corrupted: "+share+" (overrides transfer.forgeEndorsement)")
+	creator := flag.String("corrupt-creator", "", "transfers whose creator's envelope signature is corrupted: "+share+" (overrides transfer.corruptCreator)")
+	stale := flag.String("stale-read", "", "transfers reading a version an earlier transfer overwrites: "+share+" (overrides transfer.staleRead)")
+	mutationsOut := flag.String("mutations", "", "mutations.csv of the transfer phase (default: mutations.csv beside --out)")
 	flag.Parse()
 
 	cfg := defaults()
@@ -72,8 +89,24 @@ func run() int {
 	if *phase != "" {
 		cfg.Phase = *phase
 	}
-	if *forge >= 0 {
-		cfg.Transfer.ForgeEndorsement = *forge
+	for _, f := range []struct {
+		name, value string
+		into        *Share
+	}{{"forge-endorsement", *forge, &cfg.Transfer.ForgeEndorsement}, {"corrupt-creator", *creator, &cfg.Transfer.CorruptCreator},
+		{"stale-read", *stale, &cfg.Transfer.StaleRead}} {
+		if f.value == "" {
+			continue
+		}
+		v, err := ParseShare(f.value)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "loadgen: --%s: %v\n", f.name, err)
+			return 2
+		}
+		*f.into = v
+	}
+	cfg.MutationsOut = *mutationsOut
+	if cfg.MutationsOut == "" {
+		cfg.MutationsOut = filepath.Join(filepath.Dir(*out), "mutations.csv")
 	}
 	if err := cfg.check(); err != nil {
 		fmt.Fprintf(os.Stderr, "loadgen: config %s: %v\n", *cfgPath, err)
@@ -154,6 +187,15 @@ func transfer(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.C
 	if err != nil {
 		return nil, nil, err
 	}
+	muts, err := cfg.mutations()
+	if err != nil {
+		return nil, nil, err
+	}
+	applyStaleReads(plan, muts)
+	kind := make([]string, len(plan))
+	for _, m := range muts {
+		kind[m.Index] = m.Kind
+	}
 	pad := padding(t.PayloadBytes)
 	began := time.Now()
 	argsOf := func(i int) [][]byte {
@@ -168,15 +210,31 @@ func transfer(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.C
 		}
 		argsOf = func(i int) [][]byte { return ops[i] }
 	}
-	txs, err := e.endorseAll(ctx, len(plan), cfg.EndorseConcurrency, argsOf, func(i int) bool { return i < t.ForgeEndorsement })
+	txs, err := e.endorseAll(ctx, len(plan), cfg.EndorseConcurrency, argsOf, func(i int) string { return kind[i] })
 	if err != nil {
 		return nil, nil, fmt.Errorf("pre-endorsement: %w", err)
 	}
-	for i := 0; i < t.ForgeEndorsement; i++ {
-		fmt.Fprintln(os.Stderr, "forged", txs[i].TxID)
+	if len(muts) > 0 {
+		for _, m := range muts {
+			fmt.Fprintln(os.Stderr, "mutation", m.Kind, txs[m.Index].TxID)
+			if m.Kind == BadEndorsement {
+				fmt.Fprintln(os.Stderr, "forged", txs[m.Index].TxID)
+			}
+		}
+		if err := writeMutations(cfg.MutationsOut, muts, txs); err != nil {
+			return nil, nil, err
+		}
 	}
 	fmt.Fprintf(os.Stderr, "loadgen: pre-endorsed %d transfers in %s\n", len(txs), time.Since(began).Round(time.Millisecond))
 	recs := broadcast(ctx, orderers, cfg.Streams, txs, t.Rate)
+	if len(muts) > 0 {
+		n, why := refusals(muts, recs)
+		fmt.Fprintf(os.Stderr, "loadgen: %d transfers mutated (%s), the orderer refused %d of them", len(muts), cfg.MutationsOut, n)
+		if n > 0 {
+			fmt.Fprintf(os.Stderr, " (%s): those never reach a block", why)
+		}
+		fmt.Fprintln(os.Stderr)
+	}
 	s := Summarize(recs, t.Rate)
 	return recs, &s, ctx.Err()
 }
@@ -198,7 +256,7 @@ func setup(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.Clie
 		}
 		lscc := *e
 		lscc.cc = lifecycle.Name
-		tx, err := lscc.endorse(ctx, 0, args, false)
+		tx, err := lscc.endorse(ctx, 0, args, "")
 		if err != nil {
 			return nil, nil, fmt.Errorf("deploy: %w", err)
 		}
@@ -227,7 +285,7 @@ func setup(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.Clie
 				return smallbank.CreateArgs(lo + i)
 			}
 			return moneytransfer.CreateArgs(moneytransfer.AccountName(lo+i), cfg.Setup.InitialBalance, pad)
-		}, func(int) bool { return false })
+		}, func(int) string { return "" })
 		if err != nil {
 			return recs, nil, fmt.Errorf("create accounts: %w", err)
 		}
