@@ -26,6 +26,13 @@ func dial(addr string) (*grpc.ClientConn, error) {
 type Endorsed struct {
 	TxID     string
 	Envelope *cb.Envelope
+	// OwnStream sends it on a Broadcast stream of its own, opened and closed
+	// around it, in its place of its stream's order: an envelope the orderer
+	// will refuse (a bad creator), since a Fabric 1.x orderer answers a
+	// refused envelope and then ends the stream
+	// (orderer/common/broadcast/broadcast.go: return srv.Send(...)), which
+	// would refuse every later transfer of that stream.
+	OwnStream bool
 }
 
 // endorsers sends proposals to the peers and assembles transactions.
@@ -193,6 +200,10 @@ func broadcast(ctx context.Context, orderers []*grpc.ClientConn, streams int, tx
 				if rate == 0 {
 					recs[i].Scheduled = now
 				}
+				if txs[i].OwnStream {
+					recs[i].Acked, recs[i].Status = sendAlone(ctx, orderers[k%len(orderers)], txs[i].Envelope)
+					continue
+				}
 				if err := st.Send(txs[i].Envelope); err != nil {
 					recs[i].Status = "ERROR:" + oneLine("send: "+err.Error())
 					for j := i + streams; j < len(txs); j += streams {
@@ -234,6 +245,26 @@ func broadcast(ctx context.Context, orderers []*grpc.ClientConn, streams int, tx
 		}
 	}
 	return recs
+}
+
+// sendAlone sends env on a Broadcast stream of its own and returns when and
+// what the orderer answered (acked 0 and an ERROR: status if it did not).
+func sendAlone(ctx context.Context, orderer *grpc.ClientConn, env *cb.Envelope) (acked int64, status string) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := ab.NewAtomicBroadcastClient(orderer).Broadcast(ctx)
+	if err != nil {
+		return 0, "ERROR:" + oneLine(fmt.Sprintf("open broadcast stream: %v", err))
+	}
+	if err := st.Send(env); err != nil {
+		return 0, "ERROR:" + oneLine("send: "+err.Error())
+	}
+	resp, err := st.Recv()
+	if err != nil {
+		return 0, "ERROR:" + oneLine("no response: "+err.Error())
+	}
+	st.CloseSend()
+	return time.Now().UnixNano(), resp.Status.String()
 }
 
 // oneLine keeps a status usable as one CSV field.

@@ -31,7 +31,8 @@
 // transfers spread evenly over the run: a flipped byte of the endorsement
 // signature (ENDORSEMENT_POLICY_FAILURE), of the creator's envelope signature
 // (BAD_CREATOR_SIGNATURE; a Fabric 1.x orderer refuses such an envelope at
-// broadcast with FORBIDDEN, its Writers policy checking the same signature),
+// broadcast with FORBIDDEN, its Writers policy checking the same signature,
+// and ends the stream, so each is sent on a Broadcast stream of its own),
 // or a read of an account that an earlier transfer of the same broadcast
 // stream overwrites (MVCC_READ_CONFLICT). The transfer phase writes them to
 // --mutations (default mutations.csv beside --out; header
@@ -216,6 +217,7 @@ func transfer(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.C
 	}
 	if len(muts) > 0 {
 		for _, m := range muts {
+			txs[m.Index].OwnStream = m.Kind == BadCreator
 			fmt.Fprintln(os.Stderr, "mutation", m.Kind, txs[m.Index].TxID)
 			if m.Kind == BadEndorsement {
 				fmt.Fprintln(os.Stderr, "forged", txs[m.Index].TxID)

@@ -133,11 +133,13 @@ func TestPlanMutationsEvenlySpacedAndInterleaved(t *testing.T) {
 	}
 }
 
-// sigFilterOrderer is a TEST DOUBLE for a Fabric orderer's broadcast: it
+// sigFilterOrderer is a TEST DOUBLE for a Fabric 1.x orderer's broadcast: it
 // answers FORBIDDEN to an envelope whose creator signature does not satisfy
 // the channel's Writers policy (the reference orderer's check, Fabric's
-// SigFilter), SUCCESS otherwise, and keeps every envelope in arrival order,
-// refused or not, so that the test can hand them all to the validator.
+// SigFilter) and then ends the stream, as Fabric v1.2.0's handler does
+// (orderer/common/broadcast/broadcast.go: return srv.Send(...)); SUCCESS
+// otherwise. It keeps every envelope in arrival order, refused or not, so
+// that the test can hand them all to the validator.
 type sigFilterOrderer struct {
 	ab.UnimplementedAtomicBroadcastServer
 	writers *policy.Policy
@@ -161,6 +163,9 @@ func (f *sigFilterOrderer) Broadcast(st ab.AtomicBroadcast_BroadcastServer) erro
 		f.mu.Lock()
 		f.envs = append(f.envs, env)
 		f.mu.Unlock()
+		if status != cb.Status_SUCCESS {
+			return st.Send(&ab.BroadcastResponse{Status: status})
+		}
 		if err := st.Send(&ab.BroadcastResponse{Status: status}); err != nil {
 			return err
 		}
@@ -172,7 +177,8 @@ func (f *sigFilterOrderer) Broadcast(st ab.AtomicBroadcast_BroadcastServer) erro
 // then validates every envelope the orderer received, in arrival order, with
 // the reference committer's validator and MVCC (Fabric 1.2's): exactly the
 // transfers of mutations.csv are invalid, each with its kind's code, and the
-// orderer refused exactly the bad creators.
+// orderer refused exactly the bad creators, each sent on a stream of its own
+// (the orderer ends a stream after a refusal).
 func TestTransferMutationsAreExactlyTheValidatorsInvalid(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: 1, Peers: 1, Clients: 1}); err != nil {
