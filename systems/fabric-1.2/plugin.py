@@ -17,4 +17,8 @@ class Plugin(SystemPlugin):
                    if "transactions" in parameters else {}),
                 "fabric_crypto_orderer_type": parameters.get("orderer_type", "solo"),
                 # VSCC goroutines per block (validation-opt's sweep); "" is Fabric's default, the CPU count.
-                "fabric_peer_validator_pool_size": parameters.get("vscc_threads", "")}
+                "fabric_peer_validator_pool_size": parameters.get("vscc_threads", ""),
+                # The work check's negative control (docs/validity.md): the upstream peer benchmarks of
+                # fabric-1.2 (patch 0005) and fastfabric (patch 0008) skip every signature verification.
+                "committerbench_control_skip_signature_checks":
+                    bool(parameters.get("control_skip_signature_checks", False))}

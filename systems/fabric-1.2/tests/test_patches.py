@@ -122,7 +122,8 @@ def _require_applied(patched):
 
 def test_series_is_the_expected_files():
     assert [p.name for p in PATCHES] == ["0001-blocksitr-close-lock-order.patch", "0002-block-phase-timings.patch",
-                                         "0003-peer-bench-driver.patch", "0004-peer-bench-work-and-mutations.patch"]
+                                         "0003-peer-bench-driver.patch", "0004-peer-bench-work-and-mutations.patch",
+                                         "0005-peer-bench-skip-vscc-control.patch"]
     for p in PATCHES:
         head = p.read_text(encoding="utf-8").split("\ndiff --git", 1)[0]
         for field in ("Description:", "Kind:", "Changes-measured-path:", "Origin:", "Forwarded:"):
