@@ -14,8 +14,26 @@ import (
 // DefaultPolicy is the endorsement policy our experiments instantiate their
 // chaincode with (playbooks/roles/fabric_channel fabric_channel_endorsement_policy,
 // playbooks/roles/loadgen {anyMemberOf: [Org1MSP]}, cmd/committerbench's
-// txgen.Deploy): one signature of a member of Org1MSP.
+// txgen.Deploy): one signature of a member of Org1MSP, the one application
+// organization of their channels.
 const DefaultPolicy = "OR('Org1MSP.member')"
+
+// DefaultPolicyOf is the policy assumed for a chaincode the ledger does not
+// define when none is given: one signature of a member of any of the
+// channel's application organizations. On our experiments' channels (Org1MSP
+// alone) it is DefaultPolicy; on the channel of Fabric's sample MSP, which
+// FastFabric's published benchmarks use, it is OR('SampleOrg.member'), the
+// definition their database holds (systems/fabric-1.2 patch 0003).
+func DefaultPolicyOf(application []string) string {
+	if len(application) == 0 {
+		return DefaultPolicy
+	}
+	var ps []string
+	for _, id := range application {
+		ps = append(ps, "'"+id+".member'")
+	}
+	return "OR(" + strings.Join(ps, ", ") + ")"
+}
 
 // principalRE is Fabric 1.2's principal syntax (common/cauthdsl/policyparser.go):
 // an MSP ID, a dot, a role.

@@ -26,14 +26,19 @@
 //   - Endorsement policies: the chaincode definitions (lscc entries) the
 //     ledger's own transactions write; a chaincode the ledger never defines
 //     (the reference committer benchmark writes its definition straight into
-//     the state database) gets Options.Policy, and the version its first
-//     transaction names.
+//     the state database, FastFabric's benchmarks into theirs) gets
+//     Options.Policy, by default one member of any application organization
+//     of the channel (DefaultPolicyOf), and the version its first transaction
+//     names.
+//   - Where the files start at a block N above 0, their IDs before N are
+//     unknown (no duplicate found against them), and a key read at a version
+//     below block N that no block of the files wrote before is taken as
+//     written there (the highest such version read).
 //   - State before the first block: empty, except (Options.Prestate "auto")
-//     a key that some transaction reads at version 0:0 and no block wrote
-//     before: block 0 is a config block, which writes no chaincode state, so
-//     only a pre-load outside the ledger gives that version (the reference
-//     committer benchmark pre-loads its accounts at 0:0). "empty" turns that
-//     off.
+//     a key that some transaction reads at version 0:0: block 0 is a config
+//     block, which writes no chaincode state, so only a pre-load outside the
+//     ledger gives that version (the reference committer benchmark pre-loads
+//     its accounts at 0:0); such a key starts at 0:0. "empty" turns that off.
 //
 // Conventions of the recorded codes this follows: the genesis block's CONFIG
 // transaction is VALID without a signature check (a peer joins the channel
@@ -82,7 +87,8 @@ import (
 // Options configure Verify.
 type Options struct {
 	// Policy is the endorsement policy (Fabric's language, ParsePolicy) of a
-	// chaincode the ledger holds no definition of; "" is DefaultPolicy.
+	// chaincode the ledger holds no definition of; "" is DefaultPolicyOf the
+	// channel's application organizations.
 	Policy string
 	// MSPDirs are MembershipFromDir arguments.
 	MSPDirs []string
@@ -167,15 +173,12 @@ func Verify(blocks []*cb.Block, o Options) (*Result, error) {
 	if o.Prestate != "auto" && o.Prestate != "empty" {
 		return nil, fmt.Errorf("prestate %q is neither auto nor empty", o.Prestate)
 	}
-	polText := o.Policy
-	if polText == "" {
-		polText = DefaultPolicy
+	if o.Policy != "" {
+		if _, err := ParsePolicy(o.Policy); err != nil {
+			return nil, err
+		}
 	}
-	env, err := ParsePolicy(polText)
-	if err != nil {
-		return nil, err
-	}
-	v := &verifier{o: o, state: newReplayState(), index: txIDIndex{}, policyEnv: env, sampleFrac: o.Sample}
+	v := &verifier{o: o, state: newReplayState(), index: txIDIndex{}, sampleFrac: o.Sample}
 	if v.sampleFrac <= 0 || v.sampleFrac > 1 {
 		v.sampleFrac = 1
 	}
@@ -216,9 +219,18 @@ func Verify(blocks []*cb.Block, o Options) (*Result, error) {
 	v.newValidator()
 	res.Source = strings.Join(sources, " + ")
 	if first.Header.Number != 0 {
-		res.Source += fmt.Sprintf("; the files start at block %d: duplicates and versions of earlier blocks unknown", first.Header.Number)
+		res.Source += fmt.Sprintf("; the files start at block %d: IDs of earlier blocks unknown, versions read below it taken as pre-loaded", first.Header.Number)
 	}
 
+	polText := o.Policy
+	if polText == "" {
+		polText = DefaultPolicyOf(v.member.Application)
+	}
+	env, err := ParsePolicy(polText)
+	if err != nil {
+		return nil, err
+	}
+	v.policyEnv = env
 	res.Policy, res.Prestate = v.prestate(blocks, polText)
 	for bi, b := range blocks {
 		rows, err := v.block(b, bi == 0 && genesis)
@@ -310,7 +322,14 @@ func (v *verifier) prestate(blocks []*cb.Block, polText string) (string, int) {
 	defined := map[string]bool{}
 	version := map[string]string{}
 	var used []string
-	zeroReads := map[nsKey]bool{}
+	// Versions below the first block (0:0 where the files start at block 0,
+	// whose config transaction writes no chaincode state) were written
+	// outside these files.
+	below := blocks[0].Header.Number
+	if below == 0 {
+		below = 1
+	}
+	early := map[nsKey]statedb.Height{}
 	for _, b := range blocks {
 		for _, raw := range b.Data.Data {
 			t, err := validation.ParseEndorserTx(raw)
@@ -325,8 +344,12 @@ func (v *verifier) prestate(blocks []*cb.Block, polText string) (string, int) {
 			}
 			for _, ns := range t.RWSets {
 				for _, r := range ns.KV.Reads {
-					if r.Version != nil && r.Version.BlockNum == 0 && r.Version.TxNum == 0 {
-						zeroReads[nsKey{ns.Namespace, r.Key}] = true
+					if r.Version == nil || r.Version.BlockNum >= below {
+						continue
+					}
+					h, k := statedb.Height{BlockNum: r.Version.BlockNum, TxNum: r.Version.TxNum}, nsKey{ns.Namespace, r.Key}
+					if old, ok := early[k]; !ok || old.Compare(h) < 0 {
+						early[k] = h
 					}
 				}
 				for _, w := range ns.KV.Writes {
@@ -341,8 +364,8 @@ func (v *verifier) prestate(blocks []*cb.Block, polText string) (string, int) {
 		}
 	}
 	if v.o.Prestate == "auto" {
-		for k := range zeroReads {
-			v.state.pre[k] = &statedb.VersionedValue{}
+		for k, h := range early {
+			v.state.pre[k] = &statedb.VersionedValue{Version: h}
 		}
 	}
 	var fromFlag, fromLedger []string
@@ -371,7 +394,7 @@ func (v *verifier) prestate(blocks []*cb.Block, polText string) (string, int) {
 	}
 	n := 0
 	if v.o.Prestate == "auto" {
-		n = len(zeroReads)
+		n = len(early)
 	}
 	return strings.Join(parts, "; "), n
 }
