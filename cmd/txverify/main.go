@@ -49,11 +49,15 @@
 //	               committer benchmark's accounts); empty: none is
 //
 // Where the MSPs come from, per ledger kind: Fabric 1.2 peer ledgers (a
-// network's peer, our upstream peer benchmark: block 0 from
-// configtxtest.MakeGenesisBlock, the sample MSP SampleOrg) and the reference
-// build's (cmd/peer, cmd/committerbench: block 0 from
+// network's peer: block 0 from the orderer, Org1MSP and OrdererMSP; our
+// upstream peer benchmark: block 0 from configtxtest.MakeGenesisBlock, the
+// sample MSP SampleOrg), FastFabric's storage servers (block 0, SampleOrg)
+// and the reference build's (cmd/peer, cmd/committerbench: block 0 from
 // channelconfig.GenesisBlock, Org1MSP and OrdererMSP) all start with their
 // channel's genesis config block, which holds every organization's root CAs.
+// FastFabric's peer benchmark keeps its blocks from block 2 on, without a
+// config block: give --msp-dir SampleOrg=<its build>/gopath/src/github.com/
+// hyperledger/fabric/sampleconfig/msp.
 //
 // Exit status: 0 when every checked code equals the recorded one, 3 when
 // any differs, 1 when a file cannot be read, the chain is broken or no MSP is
