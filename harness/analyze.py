@@ -27,7 +27,7 @@ import statistics
 from pathlib import Path
 
 from . import SCHEMA_VERSION, stats, timing, validity
-from .collect import load_measured, load_point
+from .collect import load_measured, load_point, raw_tables, tables_differ
 from .errors import HarnessError
 from .metrics import all_metrics, compute_all
 from .rundir import Run, point_cpus, read_json, select_runs, write_json
@@ -53,10 +53,14 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
     """
     tables = load_measured(point_dir)
     metrics = {k: _clean(v) for k, v in sorted(compute_all(tables).items())}
-    # Validity (harness/validity.py): counts from the ledger, logs, mutations, work. A point
-    # that ran to its end with a problem there is failed: its numbers are not evidence.
+    # Validity (harness/validity.py): counts from the ledger, logs, mutations, work, checked on the
+    # tables made anew from the raw files, which must equal the stored ones the metrics come from. A
+    # point that ran to its end with a problem there is failed: its numbers are not evidence.
     try:
-        validity_section, problems = validity.check_point(point_dir, point, load_point(point_dir))
+        stored = load_point(point_dir)
+        raw = raw_tables(point_dir) if (Path(point_dir) / "raw").is_dir() else stored
+        validity_section, problems = validity.check_point(point_dir, point, raw)
+        problems = tables_differ(raw, stored) + problems
     except HarnessError as e:
         validity_section, problems = {"problems": [str(e)]}, [f"validity check: {e}"]
     if status == "complete" and problems:
@@ -485,6 +489,27 @@ def _judge(claim: dict, experiment: dict, groups: list[dict], context: dict) -> 
     return verdict(overall.verdict, reason)
 
 
+#: Evidence classes from the weakest (harness/validity.py): a claim rests on its weakest pooled point.
+_WEAKEST_FIRST = (validity.DRIVER_ONLY, validity.INDEPENDENT_CHECK, validity.NO_COUNT, validity.LEDGER_PROVEN)
+
+
+def with_evidence(claim: dict, summaries: list[dict]) -> dict:
+    """The claim with ``evidence_class``, what its counts rest on: the weakest class among the complete,
+    valid points of its runs. A claim whose counts no ledger and no independent check proves cannot be
+    "reproduced": that verdict becomes "inconclusive", saying why."""
+    found = {(s.get("validity") or {}).get("evidence") for s in summaries if s["status"] == "complete" and s["valid"]}
+    classes = [c for c in _WEAKEST_FIRST if c in found]
+    if not classes:
+        return {**claim, "evidence_class": None}
+    weakest = classes[0]
+    out = {**claim, "evidence_class": weakest}
+    if weakest == validity.DRIVER_ONLY and claim.get("verdict") == stats.REPRODUCED:
+        out.update(verdict=stats.INCONCLUSIVE,
+                   reason="counts not ledger-proven: the driver's own count, with no ledger codes and no independent "
+                          "check passing, cannot make a claim reproduced (the measurement alone would say reproduced)")
+    return out
+
+
 def point_summaries(run: Run) -> list[dict]:
     """Every point summary of a run, re-computed from its parquet tables (and written)."""
     summaries = []
@@ -527,8 +552,9 @@ def _summary(runs: list[Run], by_run: dict[str, list[dict]], other_runs: dict) -
                "paper_hardware": (stored.get("paper") or {}).get("hardware"),
                "not_runnable": resolved.get("not_runnable_variants") or {},
                "other_runs": other_runs}
-    claims = [evaluate_claim(c, experiment, groups, context) for c in experiment.get("claims") or []]
     every = [s for summaries in by_run.values() for s in summaries]
+    claims = [with_evidence(evaluate_claim(c, experiment, groups, context), every)
+              for c in experiment.get("claims") or []]
     return {
         "schema_version": SCHEMA_VERSION,
         "paper": newest.metadata["paper"],

@@ -116,6 +116,20 @@ def raw_tables(point_dir: Path) -> dict[str, pd.DataFrame]:
     return out
 
 
+def tables_differ(raw: dict[str, pd.DataFrame], stored: dict[str, pd.DataFrame]) -> list[str]:
+    """Problems where the tables made from a point's raw files differ from its stored parquet tables
+    (what the metrics are computed from): one line per table, naming it."""
+    problems = []
+    for name in sorted(set(raw) | set(stored)):
+        a, b = raw.get(name), stored.get(name)
+        if a is None or b is None:
+            problems.append(f"table {name}: {'only stored' if a is None else 'only in the raw files'}, "
+                            "the raw files and the stored tables differ")
+        elif not a.reset_index(drop=True).equals(b.reset_index(drop=True)):
+            problems.append(f"table {name}: the raw files ({len(a)} rows) differ from the stored table ({len(b)} rows)")
+    return problems
+
+
 def convert_point(point_dir: Path) -> list[str]:
     """Convert the raw CSVs under ``point_dir/raw/<host>/`` into ``point_dir/<table>.parquet``.
 

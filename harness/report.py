@@ -438,9 +438,23 @@ def cores_blocks(experiment: dict, claims: list[dict], figure_prefix: str) -> li
 
 
 #: ``caveat``: the claim's ``comparable_on`` (what a comparison with the paper needs), beside any verdict;
-#: ``evidence``: the build, the host's cores and the runs whose repetitions were pooled.
+#: ``evidence``: what the counts rest on (harness/validity.py's classes), the build, the host's cores and the
+#: runs whose repetitions were pooled.
 CLAIM_HEADERS = ["claim", "expected", "measured [95% CI] (n)", "verdict", "reason", "caveat (comparable on)",
-                 "evidence (build, cores, runs pooled)"]
+                 "evidence (counts, build, cores, runs pooled)"]
+
+#: How the claims table says what a claim's counts rest on (the weakest of its pooled points).
+EVIDENCE_TEXT = {
+    "ledger-proven": "ledger-proven (every count held against the ledger's codes)",
+    "independent check": "counts not ledger-proven: an independent check passed",
+    "driver only": "counts not ledger-proven: the driver's own count, no independent check",
+    "no transactions counted": "no transactions counted",
+    None: "no complete point",
+}
+
+
+def evidence_class_text(evidence_class: str | None) -> str:
+    return EVIDENCE_TEXT.get(evidence_class, str(evidence_class))
 
 
 def with_caveats(claims: list[dict], experiment: dict) -> list[dict]:
@@ -736,7 +750,8 @@ def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) 
         blocks.append(("table", headers, rows))
     evidence = (f"{kind or 'reference'}, {cores_text(selection.configuration['cores'])}, "
                 f"{len(selection.pooled)} run(s): " + ", ".join(r.id for r in selection.pooled))
-    claims = [{**c, "evidence": evidence} for c in with_caveats(summary["claims"], stored)]
+    claims = [{**c, "evidence": f"{evidence_class_text(c.get('evidence_class'))}; {evidence}"}
+              for c in with_caveats(summary["claims"], stored)]
     if claims:
         blocks.append(("table", CLAIM_HEADERS, _claims_rows(claims)))
         blocks.append(("p", VERDICT_METHOD))

@@ -316,6 +316,9 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             run = Run.create(results, paper.doc["paper"], plan.experiment, plan.resolved, provider=where,
                              build=choice.metadata(_switches(plan)),
                              seed=plan.resolved["parameters"].get("seed", {}).get("value"))
+            if systems_dir is not None:  # systems from another folder than systems/ (a test's fixtures)
+                run.metadata["systems_dir"] = str(Path(systems_dir).resolve())
+                run.save()
         runs.append(run)
         progress = Progress(len(plan.points), title=experiment["id"], stream=stream, log=run.path / "progress.log")
         progress.message(f"{experiment['id']}: {len(plan.points)} points at scale {plan.scale} -> {run.path}")

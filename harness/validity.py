@@ -349,8 +349,9 @@ def work_check(point_dir: Path, work: dict, components: list[str], primitives: d
     The CPU is the timed section's where the validating component printed one (the pre-made-block
     drivers; its transactions are the ledger's in ``timed_blocks``, the blocks the driver timed), else
     the components' whole life (set-up included, so a weaker bound) held against every transaction the
-    ledger says was validated. The bound uses the fastest per-core verification rate measured in the
-    run (the cheapest a verification can be here) and must be exceeded ``min_covered`` times: the
+    ledger says was validated. The bound uses the fastest verification rate measured in the run (per
+    CPU-second where measured, else per core by the wall clock: the cheapest a verification can be
+    here) and must be exceeded ``min_covered`` times: the
     system's negative control, its validator with the signature checks off, stays below that.
     Anything missing (no CPU record, no ledger count, no measured rate) fails: "not measured" is no pass.
     """
@@ -382,7 +383,9 @@ def work_check(point_dir: Path, work: dict, components: list[str], primitives: d
         result["basis"] = "whole life of " + ", ".join(sorted({p["component"] for p in procs})) + " (set-up included)"
     if not txs:
         return unmeasured("the ledger holds no validated transaction")
-    rates = [p.get("per_core_verifies_per_s") for p in (primitives or {}).values() if isinstance(p, dict)]
+    # per CPU-second where measured (the CPU cost, which a loaded machine's wall clock overstates), else per core
+    rates = [p.get(k) for p in (primitives or {}).values() if isinstance(p, dict)
+             for k in ("verifies_per_cpu_s", "per_core_verifies_per_s")]
     rates = [r for r in rates if r]
     if not rates:
         return unmeasured("this run has no measured ECDSA verification rate (metadata.json primitives)")
@@ -423,9 +426,7 @@ def measure_primitives(bin_dir: Path, duration: str = "1s") -> dict:
 
 def point_context(point_dir: Path) -> dict:
     """What the checks need from the point's run directory: the experiment's driver as the point's build
-    ran it, the build kind, and the run's measured verification rates."""
-    from .plan import for_build  # the plan's rule for the reference build's driver
-
+    ran it, the build kind, the run's measured verification rates and the folder of its systems."""
     run_dir = Path(point_dir).parent.parent
     try:
         meta = json.loads((run_dir / "metadata.json").read_text())
@@ -434,8 +435,10 @@ def point_context(point_dir: Path) -> dict:
         raise HarnessError(f"{run_dir}: cannot tell the point's driver and build (metadata.json, experiment.yaml): "
                            f"{e}") from None
     kind = (meta.get("build") or {}).get("kind") or "reference"
-    return {"driver": for_build(experiment, kind).get("driver"), "build": kind,
-            "primitives": meta.get("primitives") or {}}
+    # experiment.yaml stores the experiment as the run's build ran it (plan.for_build): its driver is the point's
+    return {"driver": experiment.get("driver"), "build": kind,
+            "primitives": meta.get("primitives") or {},
+            "systems_dir": Path(meta["systems_dir"]) if meta.get("systems_dir") else SYSTEMS}
 
 
 def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], blockfile_bin: Path | None = None,
@@ -443,14 +446,15 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
     """The point's ``validity`` section and every problem that fails it."""
     point_dir = Path(point_dir)
     context = context if context is not None else point_context(point_dir)
-    rules = load_rules(point["system"])
+    systems_dir = context.get("systems_dir") or SYSTEMS
+    rules = load_rules(point["system"], systems_dir)
     problems: list[str] = []
     section: dict = {"rules": rules["sources"], "driver": context["driver"], "build": context["build"]}
     mutations = tables.get("mutations")
     decl = (rules["evidence"].get(context["driver"]) or {}).get(context["build"])
     if decl is None:
         section.update(evidence=DRIVER_ONLY, counts_from="nothing declared")
-        problems.append(f"systems/{point['system']}/validity.yaml declares no evidence for driver "
+        problems.append(f"{systems_dir.name}/{point['system']}/validity.yaml declares no evidence for driver "
                         f"{context['driver']!r} on the {context['build']} build: nothing proves this point's counts")
         decl = {"codes": "none"}
     problems += required_evidence(point_dir, decl, tables)
@@ -477,7 +481,7 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
         section["counts_from"] = decl.get("counts")
         section["evidence"] = NO_COUNT if decl["codes"] == "not_applicable" else DRIVER_ONLY
         if decl.get("independent_check"):
-            check = systems.independent_check(point["system"], decl["independent_check"])
+            check = systems.independent_check(point["system"], decl["independent_check"], systems_dir)
             result, more = check.run(point_dir, tables)
             section["independent_check"] = {"name": check.name, "what": check.what, **result,
                                             "status": "failed" if more else "passed"}

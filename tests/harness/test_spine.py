@@ -84,7 +84,8 @@ def test_end_to_end_runs_setup_then_transfer_and_measures_only_transfer_blocks(t
                        results=tmp_path / "results", reports=tmp_path / "reports", stream=io.StringIO(),
                        provider_options={"bin_dir": FAKEBIN, "work_root": tmp_path / "work"},
                        papers_dir=repo / "papers", build="reference")
-    assert Run.open(run.path).metadata["status"] == "complete"
+    # the double keeps no ledger: its point runs to the end, and validity fails it (fail closed)
+    assert Run.open(run.path).metadata["status"] == "failed"
     (point,) = (run.path / "points").iterdir()
     logs = point / "logs" / "localhost"
     assert (logs / "loadgen-setup.out").exists() and (logs / "loadgen.out").exists()
@@ -92,6 +93,6 @@ def test_end_to_end_runs_setup_then_transfer_and_measures_only_transfer_blocks(t
     # 1 deploy + 4000 creates = blocks 1..41 of the double; transfers are blocks 42..61.
     assert window["first_block"] == 42 and window["transfer_transactions"] == 2000
     summary = json.loads((point / "summary.json").read_text())
-    assert summary["status"] == "complete"
-    assert summary["metrics"]["throughput_tps"] == pytest.approx(100 / 0.05)
+    assert summary["status"] == "failed" and "no kept block files of peer on host localhost" in summary["reason"]
+    assert summary["partial_metrics"]["throughput_tps"] == pytest.approx(100 / 0.05)
     assert not list((tmp_path / "work").rglob("*.pid")), "teardown leaves no working files"

@@ -1,0 +1,145 @@
+"""``invoke verify`` fails closed (issue 31): on a copy of a stored run where evidence was removed, cut or
+altered, the re-check fails the point and names the cause; the untouched copy passes (positive control).
+
+Two real smoke runs of the reference build (this repository's Go commands in bin/, no test double):
+FastFabric's Fig. 6 on Fabric 1.2's committer benchmark (pre-made blocks, a timed section, a kept
+ledger) and Table I's end-to-end network (orderer, peer, block watcher, load generator). Each case
+copies the stored run and tampers with one file, as someone editing a shared run would.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness import REPO_ROOT
+from harness.reproduce import reproduce
+from harness.verify import recheck_point, verify_run
+
+NEEDED = ["blockfile", "committerbench", "cryptogen", "configtxgen", "orderer", "peer", "blockwatch", "loadgen"]
+_missing = [c for c in NEEDED if not (REPO_ROOT / "bin" / c).is_file()]
+
+# network: Table I's orderer and peer listen on the catalogue's fixed ports
+pytestmark = [pytest.mark.skipif(shutil.which("ansible-playbook") is None, reason="needs ansible-playbook"),
+              pytest.mark.skipif(bool(_missing), reason=f"bin/ lacks {', '.join(_missing)} (invoke build)"),
+              pytest.mark.network]
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory) -> dict[str, Path]:
+    """The two stored runs' directories, by experiment."""
+    base = tmp_path_factory.mktemp("verify")
+    runs = {}
+    for experiment, variants in (("fig6-peer-throughput", ["fabric-1.2"]), ("table1-end-to-end", None)):
+        (run,) = reproduce("fastfabric", experiment, scale="smoke", repeat=1, build="reference",
+                           results=base / "results", reports=base / "reports", stream=io.StringIO(),
+                           provider_options={"bin_dir": REPO_ROOT / "bin", "work_root": base / "work"},
+                           variants=variants)
+        runs[experiment] = run.path
+    return runs
+
+
+def copy_point(stored: dict[str, Path], experiment: str, tmp_path: Path) -> Path:
+    """A copy of the stored run; its one point's directory."""
+    run = shutil.copytree(stored[experiment], tmp_path / "run", symlinks=True)
+    (point,) = sorted((run / "points").iterdir())
+    return point
+
+
+def failure(point: Path) -> str:
+    result = recheck_point(point)
+    assert not result["passed"], "the tampered copy passed"
+    return "\n".join(result["reasons"])
+
+
+@pytest.mark.parametrize("experiment", ["fig6-peer-throughput", "table1-end-to-end"])
+def test_the_untouched_run_passes(stored, experiment):
+    results = verify_run(stored[experiment])
+    assert [r["passed"] for r in results] == [True], results
+
+
+def test_deleted_block_files_fail(stored, tmp_path):
+    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    shutil.rmtree(point / "raw" / "localhost" / "blocks")
+    assert "no kept block files of committerbench on host localhost" in failure(point)
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied", "header only"])
+def test_deleted_or_emptied_block_txs_fail(stored, tmp_path, how):
+    point = copy_point(stored, "table1-end-to-end", tmp_path)
+    path = point / "raw" / "localhost" / "block_txs.csv"
+    if how == "deleted":
+        path.unlink()
+    else:
+        path.write_text("" if how == "emptied" else path.read_text().splitlines()[0] + "\n")
+    assert "the point has no block_txs rows" in failure(point)
+
+
+def test_a_truncated_block_file_fails(stored, tmp_path):
+    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    (blockfile,) = point.glob("raw/localhost/blocks/committerbench/*/blockfile_*")
+    data = blockfile.read_bytes()
+    blockfile.write_bytes(data[:len(data) * 2 // 3])
+    assert "cut record" in failure(point)
+
+
+def test_altered_driver_counts_fail(stored, tmp_path):
+    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    path = point / "raw" / "localhost" / "blocks.csv"
+    blocks = pd.read_csv(path)
+    blocks.loc[3, "valid_count"] += 1
+    blocks.to_csv(path, index=False)
+    text = failure(point)
+    assert "the driver's block log on host localhost counts" in text and f"first block {blocks.loc[3, 'block_number']}" in text
+
+
+def test_a_block_on_one_side_only_fails(stored, tmp_path):
+    point = copy_point(stored, "table1-end-to-end", tmp_path)
+    path = point / "raw" / "localhost" / "deliveries.csv"
+    deliveries = pd.read_csv(path)
+    extra = deliveries.iloc[[-1]].assign(block_number=deliveries["block_number"].max() + 1)
+    pd.concat([deliveries, extra]).to_csv(path, index=False)
+    assert f"(first: block {int(extra['block_number'].iloc[0])}" in failure(point)
+    # and a block the ledger holds that the block watcher no longer reports
+    deliveries.drop(index=len(deliveries) // 2).to_csv(path, index=False)
+    assert "missing from the block watcher on host localhost" in failure(point)
+
+
+def test_a_removed_timed_section_line_fails(stored, tmp_path):
+    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    for log in point.glob("logs/localhost/committerbench.*"):
+        log.write_text("".join(line for line in log.read_text().splitlines(keepends=True)
+                               if "fabricrepro timed_section" not in line))
+    assert "work check: not measured: no timed-section line" in failure(point)
+
+
+def test_a_deleted_declared_log_fails(stored, tmp_path):
+    point = copy_point(stored, "table1-end-to-end", tmp_path)
+    (point / "logs" / "localhost" / "peer.log").unlink()
+    assert "the log of peer on host localhost is missing" in failure(point)
+
+
+def test_a_pattern_line_past_a_stop_offset_of_zero_fails(stored, tmp_path):
+    point = copy_point(stored, "table1-end-to-end", tmp_path)
+    (point / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text("log,bytes\npeer.log,0\n")
+    with open(point / "logs" / "localhost" / "peer.log", "a") as f:
+        f.write("panic: runtime error: invalid memory address\n")
+    assert "log line(s) of go_panic" in failure(point)
+
+
+def test_invoke_verify_exits_non_zero_naming_the_cause(stored, tmp_path):
+    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    shutil.rmtree(point / "raw" / "localhost" / "blocks")
+    proc = subprocess.run([sys.executable, "-m", "invoke", "verify", str(point.parent.parent)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"FAIL {point.name} (stored: complete)" in proc.stdout and "no kept block files" in proc.stdout
+    ok = subprocess.run([sys.executable, "-m", "invoke", "verify", str(stored["fig6-peer-throughput"])],
+                        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0 and "1 of 1 point(s) passed" in ok.stdout, ok.stdout + ok.stderr
