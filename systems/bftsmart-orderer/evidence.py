@@ -20,11 +20,18 @@ Two witnesses that node 0 did not write:
   own envelopes (``latency_<id>.log``, table ``bft_latency``). The highest block it logged, times
   the configured block size (blocks are cut by count: the workload sends no TIMEOUT), is what it
   holds. It must cover what node 0 had counted when teardown began stopping the receivers
-  (``log_bytes_at_stop.csv``), less what may legitimately be between ordering and arrival: the
-  blocks the node's signing threads sign at once, the block being filled and the one on the wire
-  ((signing threads + 2) x block size), and what node 0 orders in ``IN_FLIGHT_S`` at its measured
-  rate. No receiver may hold more than a quorum of replicas executed, and no block may carry more
-  of one receiver's envelopes than the block size.
+  (``log_bytes_at_stop.csv``), less what may legitimately be between ordering and arrival: what
+  node 0 orders in ``IN_FLIGHT_S`` at its measured rate (blocks being cut, signed, sent and gathered
+  from a quorum), and two blocks (the one being filled, the one on the wire). No receiver may hold
+  more than a quorum of replicas executed, and no block may carry more of one receiver's envelopes
+  than the block size. A point whose count at the stop is under twice that tolerance cannot be
+  confirmed and fails.
+
+  Why a time and not the signing threads: release-1.2's BFTNode hands BLOCKS_PER_THREAD blocks
+  (10,000 in the shipped node.config, which bftsmart_config keeps) to one signing thread before it
+  takes the next, so in a run of a few thousand blocks one thread signs and sends them all, and the
+  queue in front of it is not bounded by the thread count. A backlog longer than ``IN_FLIGHT_S`` is
+  ordering outrunning block generation: node 0's count then is not blocks the service delivered.
 
 The receivers verify no node signature (WorkloadClient compares the copies; only the fork's
 ``deliver_stdout -verify``, not a Fig. 6 driver, checks the 2f+1 signatures): the check cannot see
@@ -59,8 +66,10 @@ from harness.systems import IndependentCheck
 from . import logs
 
 #: Seconds an envelope node 0 counted may still be between its ordering and a receiver's arrival when
-#: teardown stops the receivers (cut, signed, sent, a reply quorum gathered). On a LAN the paper's
-#: latencies are milliseconds; a backlog of more than this is ordering outrunning block generation.
+#: teardown stops the receivers (cut, signed, sent, a reply quorum gathered). Our choice: on a LAN that
+#: takes milliseconds; a 100-envelope smoke point on 2 shared cores at load 11 was about 1 s behind
+#: (receiver at 4,500 of node 0's 5,000 envelopes at 489/s); a backlog longer than this is ordering
+#: outrunning block generation.
 IN_FLIGHT_S = 2.0
 #: Envelopes between two "Throughput = ... envelopes/sec" lines of the zeromq generation's bft.BFTNode
 #: (BFTNode.java ``private int interval = 10000``; not configurable).
@@ -144,7 +153,6 @@ def receivers_check(point_dir: Path, tables: dict[str, pd.DataFrame]) -> tuple[d
     values = settings(point_dir)
     interval = _int_setting(values, "bftsmart_config_throughput_interval", problems)
     block_size = _int_setting(values, "bftsmart_config_block_size", problems)
-    threads = _int_setting(values, "bftsmart_config_signing_threads", problems)
 
     nodes = _instance_ids(started(point_dir, "bftsmart_node-*"), "bftsmart_node-")
     receivers = _instance_ids(started(point_dir, "bftsmart_workload-*"), "bftsmart_workload-")
@@ -161,7 +169,7 @@ def receivers_check(point_dir: Path, tables: dict[str, pd.DataFrame]) -> tuple[d
 
     leader_envelopes = len(leader) * interval
     rate = logs.rate(leader, "envelopes")
-    tolerance = math.ceil((rate if math.isfinite(rate) else 0.0) * IN_FLIGHT_S) + (threads + 2) * block_size
+    tolerance = math.ceil((rate if math.isfinite(rate) else 0.0) * IN_FLIGHT_S) + 2 * block_size
 
     # Node 0's count when teardown began stopping (the receivers stop before the nodes).
     host0 = nodes[0]
@@ -233,8 +241,7 @@ def receivers_check(point_dir: Path, tables: dict[str, pd.DataFrame]) -> tuple[d
     section = {"leader_envelopes": leader_envelopes, "leader_envelopes_at_stop": leader_at_stop,
                "leader_rate_per_s": round(rate, 3) if math.isfinite(rate) else None,
                "tolerance_envelopes": tolerance,
-               "tolerance_why": f"(signing threads {threads} + 2) x block size {block_size} + node 0's rate x "
-                                f"{IN_FLIGHT_S:g} s",
+               "tolerance_why": f"node 0's rate x {IN_FLIGHT_S:g} s + 2 blocks of {block_size}",
                "throughput_interval": interval, "block_size": block_size,
                "replica_envelopes": {str(k): v for k, v in sorted(replica_envelopes.items())},
                "reply_quorum": quorum, "quorum_executed_at_most": quorum_executed,
