@@ -120,6 +120,18 @@ def _instance_ids(components: dict[str, str], prefix: str) -> dict[int, str]:
     return out
 
 
+def _component_logs(point_dir: Path, components: dict[str, str], prefix: str, stem: str) -> list[str]:
+    """Each started instance's own log (``logs/<host>/<stem>.log``) must be there and non-empty. (The
+    process role records an instance as ``<log name>_<instance dir>``, and validity.yaml's ``logs``
+    takes role names matched exactly, so the check itself asks for them.)"""
+    problems = []
+    for i, host in sorted(_instance_ids(components, prefix).items()):
+        log = Path(point_dir) / "logs" / host / f"{stem.format(i)}.log"
+        if not log.is_file() or not log.stat().st_size:
+            problems.append(f"the log of {stem.format(i)} on host {host} is missing or empty (logs/{host}/{log.name})")
+    return problems
+
+
 def log_bytes_at_stop(point_dir: Path, host: str) -> dict[str, int] | None:
     """How far each log of ``host`` had got when teardown began stopping its components
     (``raw/<host>/log_bytes_at_stop.csv``, the process role's stop.sh); None without that record."""
@@ -160,6 +172,9 @@ def receivers_check(point_dir: Path, tables: dict[str, pd.DataFrame]) -> tuple[d
         problems.append("no record that node 0 was started (raw/<host>/affinity_bftsmart_node-0_*.csv)")
     if not receivers:
         problems.append("no receiver (bft.test.WorkloadClient) was started (raw/<host>/affinity_bftsmart_workload-*.csv)")
+    problems += _component_logs(point_dir, started(point_dir, "bftsmart_node-*"), "bftsmart_node-", "bftsmart_node-{}")
+    problems += _component_logs(point_dir, started(point_dir, "bftsmart_workload-*"), "bftsmart_workload-",
+                                "bftsmart_workload-{}")
     leader = tables.get("bft_throughput")
     leader = leader[leader["unit"] == "envelopes"] if leader is not None and len(leader) else None
     if leader is None or not len(leader):

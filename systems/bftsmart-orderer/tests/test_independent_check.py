@@ -163,6 +163,8 @@ def test_too_short_to_confirm_fails(tmp_path):
     ("no_receiver_started", "no receiver (bft.test.WorkloadClient) was started"),
     ("no_node_0_started", "no record that node 0 was started"),
     ("no_settings", "the point records no usable bftsmart_config_throughput_interval"),
+    ("no_node_log", "the log of bftsmart_node-2 on host orderer is missing or empty"),
+    ("empty_receiver_log", "the log of bftsmart_workload-1000 on host client is missing or empty"),
 ])
 def test_every_missing_input_fails(tmp_path, breakage, expected):
     point = fig6_point(tmp_path, settings=breakage != "no_settings")
@@ -181,6 +183,10 @@ def test_every_missing_input_fails(tmp_path, breakage, expected):
         (raw / "orderer" / "log_bytes_at_stop.csv").unlink()
     elif breakage == "no_receiver_started":
         (raw / "client" / "affinity_bftsmart_workload-1000_client1000.csv").unlink()
+    elif breakage == "no_node_log":
+        (logs / "orderer" / "bftsmart_node-2.log").unlink()
+    elif breakage == "empty_receiver_log":
+        _write(logs / "client" / "bftsmart_workload-1000.log", "")
     elif breakage == "no_node_0_started":
         (raw / "orderer" / "affinity_bftsmart_node-0_node0.csv").unlink()
     _, problems = _run(point)
