@@ -467,7 +467,7 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
     if decl["codes"] == "ledger":
         codes, more = _ledger_codes(point_dir, decl, tables, section, blockfile_bin,
                                     None if context.get("skip_verifier") else txverify_bin or REPO_ROOT / "bin" / "txverify",
-                                    point)
+                                    point, bool(context.get("fresh_verifier")))
         problems += more
     elif decl["codes"] == "recorded":
         codes = tables.get("block_txs")
@@ -512,7 +512,7 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
 
 
 def _ledger_codes(point_dir: Path, decl: dict, tables: dict, section: dict, blockfile_bin: Path | None,
-                  txverify_bin: Path | None, point: dict) -> tuple[pd.DataFrame | None, list[str]]:
+                  txverify_bin: Path | None, point: dict, fresh: bool) -> tuple[pd.DataFrame | None, list[str]]:
     """Codes from the kept ledgers, every driver table held against them, and our verifier's word."""
     blockfile_bin = blockfile_bin or REPO_ROOT / "bin" / "blockfile"
     if not ledger.ledger_files(point_dir):
@@ -545,8 +545,8 @@ def _ledger_codes(point_dir: Path, decl: dict, tables: dict, section: dict, bloc
         checked = []
         for lg in kept:
             if lg.validated and lg.component in decl["ledgers"]:
-                result, more = ledger.verify(lg, txverify_bin, policy,
-                                             f"{point.get('id')}/{lg.key}")
+                result, more = ledger.verify(lg, txverify_bin, policy, f"{point.get('id')}/{lg.key}",
+                                             None if fresh else Path(point_dir) / "verifier.json")
                 checked.append(result)
                 problems += more
         section["verifier"] = checked
