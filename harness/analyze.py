@@ -83,6 +83,7 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
         "variant": point["variant"],
         "sweep": point["sweep"],
         "repetition": point["repetition"],
+        "control": bool(point.get("control")),
         "status": status,
         "reason": reason,
         "valid": valid,
@@ -119,7 +120,7 @@ def aggregate(runs: dict[str, list[dict]]) -> list[dict]:
     groups: dict[tuple, list[tuple[str, dict]]] = {}
     for run_id, summaries in runs.items():
         for s in summaries:
-            if s["status"] == "complete" and s["valid"]:
+            if s["status"] == "complete" and s["valid"] and not s.get("control"):
                 key = (s["variant"], tuple(sorted(s["sweep"].items())))
                 groups.setdefault(key, []).append((run_id, s))
     out = []
@@ -497,7 +498,8 @@ def with_evidence(claim: dict, summaries: list[dict]) -> dict:
     """The claim with ``evidence_class``, what its counts rest on: the weakest class among the complete,
     valid points of its runs. A claim whose counts no ledger and no independent check proves cannot be
     "reproduced": that verdict becomes "inconclusive", saying why."""
-    found = {(s.get("validity") or {}).get("evidence") for s in summaries if s["status"] == "complete" and s["valid"]}
+    found = {(s.get("validity") or {}).get("evidence") for s in summaries
+             if s["status"] == "complete" and s["valid"] and not s.get("control")}
     classes = [c for c in _WEAKEST_FIRST if c in found]
     if not classes:
         return {**claim, "evidence_class": None}
@@ -519,7 +521,7 @@ def point_summaries(run: Run) -> list[dict]:
         if summary_path.exists():
             old = read_json(summary_path)
             keep = {k: v for k, v in old.items() if k not in
-                    ("schema_version", "point", "variant", "sweep", "repetition", "status", "reason",
+                    ("schema_version", "point", "variant", "sweep", "repetition", "control", "status", "reason",
                      "valid", "invalid_reason", "metrics", "validity")}
             summaries.append(point_summary(point_json.parent, point, old["status"], old["reason"], keep))
     return summaries
@@ -568,6 +570,9 @@ def _summary(runs: list[Run], by_run: dict[str, list[dict]], other_runs: dict) -
                    "invalid": sum(not s["valid"] for s in every)},
         "groups": groups,
         "claims": claims,
+        # the control points (plan.add_controls): what they planted and whether the checks found exactly that
+        "controls": [{**((s.get("validity") or {}).get("control") or {}), "point": s["point"],
+                      "point_status": s["status"], "reason": s.get("reason")} for s in every if s.get("control")],
     }
 
 

@@ -31,7 +31,9 @@ def _settings(mapping: dict | None) -> dict:
 
 @dataclass(frozen=True)
 class Point:
-    """One run of one configuration: what the runner deploys and measures once."""
+    """One run of one configuration: what the runner deploys and measures once. A ``control`` point
+    corrupts a planned share of its transactions on purpose (``add_controls``); it proves the checks,
+    measures nothing and is never pooled."""
 
     id: str
     variant: str
@@ -41,6 +43,7 @@ class Point:
     sweep: dict
     parameters: dict
     switches: dict
+    control: bool = False
 
     def to_dict(self) -> dict:
         """The point as stored in ``points/<point>/point.json``."""
@@ -195,7 +198,7 @@ def expand(resolved: dict) -> list[Point]:
     base = {k: v["value"] for k, v in resolved["parameters"].items()}
     sweep = resolved["sweep"]
     names = list(sweep)
-    points = []
+    points = control_points(resolved)
     for rep in range(resolved["repetitions"]):
         for vid, v in resolved["variants"].items():
             switches = {k: s["value"] for k, s in v["switches"].items()}
@@ -204,6 +207,46 @@ def expand(resolved: dict) -> list[Point]:
                 points.append(Point(id=point_id(vid, swept, rep), variant=vid, system=v["system"],
                                     label=v["label"], repetition=rep, sweep=swept,
                                     parameters={**base, **swept}, switches=switches))
+    return points
+
+
+#: A control point's share of each mutation kind, and its most transactions (issue 31: a control beside every run).
+CONTROL_SHARE = 0.01
+CONTROL_TRANSACTIONS = 2000
+
+
+def add_controls(plan: Plan, mutations_of) -> None:
+    """Put one control point first in ``plan`` for each variant whose system's driver can corrupt
+    transactions: ``mutations_of(system)`` gives the parameters (``corrupt_creator_fraction``, ...) of the
+    kinds it supports (its ``validity.yaml`` evidence). The control runs the first sweep values with
+    ``CONTROL_SHARE`` of its transactions (at most ``CONTROL_TRANSACTIONS``) corrupted per kind, and the
+    run completes only if the ledger and our verifier mark exactly those invalid. Stored in
+    ``resolved.yaml`` (``control``) so that ``--resume`` makes the same points."""
+    controls = {}
+    for vid, v in plan.resolved["variants"].items():
+        kinds = mutations_of(v["system"])
+        if kinds:
+            controls[vid] = {name: CONTROL_SHARE for name in kinds}
+    if controls:
+        plan.resolved["control"] = {"parameters": controls, "max_transactions": CONTROL_TRANSACTIONS}
+        plan.points[:0] = control_points(plan.resolved)
+        plan.resolved["points"] = [p.id for p in plan.points]
+
+
+def control_points(resolved: dict) -> list[Point]:
+    """The control points a resolved configuration states (none without ``control``)."""
+    control = resolved.get("control") or {}
+    base = {k: v["value"] for k, v in resolved["parameters"].items()}
+    first = {n: (v[0] if isinstance(v, list) else v) for n, v in resolved["sweep"].items()}
+    points = []
+    for vid, mutations in sorted((control.get("parameters") or {}).items()):
+        v = resolved["variants"][vid]
+        parameters = {**base, **first, **mutations}
+        if "transactions" in parameters:
+            parameters["transactions"] = min(int(parameters["transactions"]), int(control["max_transactions"]))
+        points.append(Point(id="control__" + point_id(vid, first, 0), variant=vid, system=v["system"],
+                            label=f"{v['label']} (control)", repetition=0, sweep=first, parameters=parameters,
+                            switches={k: s["value"] for k, s in v["switches"].items()}, control=True))
     return points
 
 

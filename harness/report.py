@@ -606,6 +606,25 @@ def point_summaries(runs: list) -> list[tuple[str, dict]]:
     return [(run.path.name, read_json(p)) for run in runs for p in sorted((run.path / "points").glob("*/summary.json"))]
 
 
+def control_blocks(summary: dict) -> list[tuple]:
+    """One sentence on the run's control points beside the verdicts: what each planted and whether the
+    ledger's codes and our verifier found exactly that (harness/plan.py add_controls)."""
+    controls = summary.get("controls") or []
+    if not controls:
+        return [("p", "**Control:** none in these runs (the driver cannot corrupt transactions, or the runs "
+                      "were made with --no-control): nothing here shows that the checks would catch a bad count.")]
+    parts = []
+    for c in controls:
+        planted = ", ".join(f"{n} {k}" for k, n in (c.get("corrupted") or {}).items()) or "nothing"
+        found = (f"the ledger marked {c['ledger_invalid']} invalid" if c.get("ledger_invalid") is not None
+                 else "no ledger codes")
+        outcome = ("passed" if c["point_status"] == "complete" and c.get("status") == "passed"
+                   else f"**failed** ({c.get('reason') or c['point_status']})")
+        parts.append(f"`{c['point']}` planted {planted}; {found}; {outcome}")
+    return [("p", "**Control** (a point that corrupts 1% of its transactions of each kind its driver supports; "
+                  "its ledger codes and our verifier must mark exactly those invalid): " + "; ".join(parts) + ".")]
+
+
 def validity_blocks(runs: list) -> list[tuple]:
     """Per point of each run: where its valid count comes from and what that says, the log patterns it
     matched, and the work check (harness/validity.py, docs/validity.md). A ``run`` column where several
@@ -754,6 +773,7 @@ def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) 
               for c in with_caveats(summary["claims"], stored)]
     if claims:
         blocks.append(("table", CLAIM_HEADERS, _claims_rows(claims)))
+        blocks += control_blocks(summary)
         blocks.append(("p", VERDICT_METHOD))
     blocks += cores_blocks(stored, claims, figure_name.removesuffix(".png"))
     blocks += validity_blocks(selection.pooled)

@@ -16,7 +16,7 @@ from . import REPO_ROOT, SCHEMA_VERSION, preflight, validity
 from .analyze import analyze_run
 from .catalogue import SCALES, load_paper
 from .errors import HarnessError, Interrupted, choose
-from .plan import Plan, expand, for_build, make_plan, pending
+from .plan import Plan, add_controls, expand, for_build, make_plan, pending
 from .progress import Progress
 from .providers import PROVIDERS, get_provider
 from .report import render_paper
@@ -183,6 +183,16 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
     analyze_run(run)
 
 
+def _mutations_of(driver: str, kind: str, systems_dir: Path | None):
+    """For a system: the parameters of the mutation kinds its driver supports on this build (validity.yaml)."""
+    def kinds(system: str) -> list[str]:
+        rules = validity.load_rules(system, systems_dir or validity.SYSTEMS)
+        decl = (rules["evidence"].get(driver) or {}).get(kind) or {}
+        by_kind = {k: p for p, k in validity.MUTATION_PARAMETERS.items()}
+        return [by_kind[m] for m in decl.get("mutations") or []]
+    return kinds
+
+
 def host_settings(run: Run) -> dict:
     """The kernel parameters the paper set on its hosts (its ``settings.sysctl``), e.g. Fujitsu's TCP reuse."""
     paper = run.stored("experiment").get("paper") or {}
@@ -210,7 +220,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
               results: Path = RESULTS, reports: Path = REPORTS, stream=None,
               provider_options: dict | None = None, papers_dir: Path | None = None,
               build: str = "auto", source: str = "auto", variants: list[str] | None = None,
-              pins: dict[str, dict] | None = None) -> list[Run]:
+              pins: dict[str, dict] | None = None, controls: bool = True) -> list[Run]:
     """Reproduce a paper's experiments (or one) and render its report; returns the runs made.
 
     With ``resume`` (a run directory) only that run's missing points are run,
@@ -223,6 +233,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     where an upstream build's code comes from (``harness.upstream.SOURCES``);
     ``variants`` runs only those variants of the experiment; ``pins`` ({system: pin})
     builds those systems at other commits of their repositories (``upstream.at_pin``, ``invoke regress``).
+    ``controls`` puts a control point first in each experiment whose driver can corrupt transactions
+    (``plan.add_controls``): the run completes only if its checks find exactly the planted invalid ones.
     """
     stream = stream or sys.stderr
     choose("scale", scale, SCALES)
@@ -259,6 +271,9 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         kinds[e["id"]] = build_kind(build, e, source, systems_dir, variants)
         plans[e["id"]] = make_plan(paper, for_build(e, kinds[e["id"]][0]), scale, overrides=overrides,
                                    repeat=repeat, only_variants=variants)
+        if controls:
+            add_controls(plans[e["id"]], _mutations_of(plans[e["id"]].experiment["driver"], kinds[e["id"]][0],
+                                                       systems_dir))
     skipped, runs = {}, []
     for experiment in experiments:
         reason = skip_reason(experiment, systems_dir, provider)

@@ -100,7 +100,8 @@ MUTATION_PARAMETERS = {
 _TIMED_SECTION = re.compile(r"^fabricrepro timed_section txs (\d+) wall_ns (\d+) user_ns (\d+) system_ns (\d+)\s*$",
                             re.M)
 
-_EVIDENCE_KEYS = {"codes", "counts", "independent_check", "validators", "ledgers", "logs", "tables", "verify"}
+_EVIDENCE_KEYS = {"codes", "counts", "independent_check", "validators", "ledgers", "logs", "tables", "verify",
+                  "mutations"}
 
 
 def _empty_rules() -> dict:
@@ -162,6 +163,11 @@ def _evidence_declaration(path: Path, driver: str, build: str, decl) -> dict:
         raise HarnessError(f"{where}: a driver without ledger codes must say what it counts ('counts')")
     if decl["codes"] == "ledger" and not decl.get("ledgers"):
         raise HarnessError(f"{where}: codes from the ledger need the components whose ledgers are kept ('ledgers')")
+    unknown = sorted(set(decl.get("mutations") or []) - set(MUTATION_CODES))
+    if unknown:
+        raise HarnessError(f"{where}: unknown mutation kind(s) {', '.join(unknown)} (known: {', '.join(MUTATION_CODES)})")
+    if decl.get("mutations") and decl["codes"] not in ("ledger", "recorded"):
+        raise HarnessError(f"{where}: 'mutations' need per-transaction codes to be found in")
     if decl["codes"] in ("ledger", "recorded") and not decl.get("validators"):
         raise HarnessError(f"{where}: codes from a validator need the components that validate ('validators')")
     return decl
@@ -318,6 +324,27 @@ def mutation_check(mutations: pd.DataFrame, codes: pd.DataFrame, source: str) ->
     kinds = mutations["mutation"].value_counts().to_dict()
     return {"planned": {k: int(v) for k, v in sorted(kinds.items())},
             "invalid_as_planned": int(len(mutated) - len(wrong))}, problems
+
+
+def control_check(point: dict, decl: dict, codes: pd.DataFrame | None,
+                  mutations: pd.DataFrame | None) -> tuple[dict, list[str]]:
+    """A control point (plan.add_controls): every kind its parameters planned was corrupted at least once,
+    and the ledger marks exactly as many transactions invalid as were corrupted (``mutation_check`` has
+    already required each one's code and the rest of their blocks VALID)."""
+    planned = sorted(k for p, k in MUTATION_PARAMETERS.items() if float((point.get("parameters") or {}).get(p) or 0))
+    recorded = mutations["mutation"].value_counts().to_dict() if mutations is not None and len(mutations) else {}
+    problems = [f"control: the driver recorded no {kind} mutation although the control planned it"
+                for kind in planned if not recorded.get(kind)]
+    invalid = None
+    if codes is not None:
+        invalid = int(((codes["validation_code"] != "VALID") & (codes["validation_code"] != "NOT_VALIDATED")).sum())
+        if invalid != sum(recorded.values()):
+            problems.append(f"control: the ledger marks {invalid} transaction(s) invalid, the driver corrupted "
+                            f"{sum(recorded.values())}")
+    else:
+        problems.append("control: no per-transaction codes to find the corrupted transactions in")
+    return {"planned": planned, "corrupted": {k: int(v) for k, v in sorted(recorded.items())},
+            "ledger_invalid": invalid, "status": "failed" if problems else "passed"}, problems
 
 
 def timed_sections(point_dir: Path, components: list[str]) -> list[dict]:
@@ -500,6 +527,9 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
     elif mutations is not None and len(mutations):
         problems.append(f"{len(mutations)} transaction(s) were corrupted on purpose, but the point has no "
                         "per-transaction codes to find them in")
+    if point.get("control"):
+        section["control"], more = control_check(point, decl, codes, mutations)
+        problems += more
 
     if rules["work"] and decl.get("validators"):
         blocks = tables.get("blocks")
