@@ -16,7 +16,7 @@ Two witnesses that node 0 did not write:
 * every receiver (``bft.test.WorkloadClient`` with an id in RECEIVERS) gets every block through
   its ``ProxyReplyListener``, which hands out block *k* only after 2f+1 replicas sent identical
   copies of it (release-1.2 ``ProxyReplyListener.processReplyBlock``, reply quorum
-  ``ceil((n+f)/2)+1``) and strictly in order (``getNext``), and logs the block number of each of its
+  ``(n+f)/2 + 1`` in integer division, ServiceProxy.getReplyQuorum) and strictly in order (``getNext``), and logs the block number of each of its
   own envelopes (``latency_<id>.log``, table ``bft_latency``). The highest block it logged, times
   the configured block size (blocks are cut by count: the workload sends no TIMEOUT), is what it
   holds. It must cover what node 0 had counted when teardown began stopping the receivers
