@@ -222,7 +222,8 @@ def scan_logs(point_dir: Path, patterns: list[dict], mutations: pd.DataFrame | N
     Only what a log held when teardown began stopping its host's components counts: what a
     component writes because it, or a component it talks to, is being stopped (a peer that loses
     its chaincode's stream) says nothing about the run. A recorded length of 0 for a log that has
-    content hides nothing: such a log is read whole."""
+    content hides nothing but the lines of ``stop_effect`` patterns (those a stop itself causes):
+    such a log is read whole for every other pattern."""
     compiled = [(p, re.compile(p["regex"], re.M)) for p in [*COMMON_PATTERNS, *patterns]]
     counts = {p["name"]: 0 for p, _ in compiled}
     first: dict[str, str] = {}
@@ -234,12 +235,16 @@ def scan_logs(point_dir: Path, patterns: list[dict], mutations: pd.DataFrame | N
         if host not in at_stop:
             at_stop[host] = log_bytes_at_stop(point_dir, host)
         data = log.read_bytes()
-        if at_stop[host].get(log.name):
-            data = data[:at_stop[host][log.name]]
-        text = data.decode("utf-8", errors="replace")
+        cut = at_stop[host].get(log.name)
+        # A log empty when the stop began is read whole but for the lines a stop itself causes
+        # (``stop_effect`` patterns): a recorded length of 0 must not hide what was there.
+        text = (data[:cut] if cut else data).decode("utf-8", errors="replace")
+        before_stop = cut is None or cut > 0
         component = log.name.rsplit(".", 1)[0]  # <process_name>.log / .out
         for p, rx in compiled:
             if component not in p.get("components", [component]) or component in p.get("components_except", []):
+                continue
+            if not before_stop and p.get("stop_effect"):
                 continue
             for m in rx.finditer(text):
                 counts[p["name"]] += 1
@@ -261,7 +266,7 @@ def required_evidence(point_dir: Path, decl: dict, tables: dict[str, pd.DataFram
     point_dir = Path(point_dir)
     started = started_components(point_dir)
     problems = []
-    if not started:
+    if not started and any(decl.get(k) for k in ("validators", "ledgers", "logs")):
         return ["no record of the components this point started (raw/<host>/affinity_*.csv, cpu_*.csv): "
                 "nothing shows what ran where"]
     validators = decl.get("validators") or []

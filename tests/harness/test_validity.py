@@ -142,6 +142,13 @@ def test_a_stop_offset_of_zero_hides_nothing(tmp_path):
     (tmp_path / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text("log,bytes\npeer.log,0\n")
     counts, problems = validity.scan_logs(tmp_path, PATTERNS)
     assert counts["go_panic"] == 1 and len(problems) == 1
+    # only a line the stop itself causes (a stop_effect pattern) is left out of such a log
+    write_log(tmp_path, "peer.log", "Error handling chaincode support stream: EOF\n")
+    lost = [{"name": "stream_lost", "regex": "support stream", "meaning": "m", "stop_effect": True}]
+    assert validity.scan_logs(tmp_path, lost) == ({**{p["name"]: 0 for p in validity.COMMON_PATTERNS},
+                                                   "stream_lost": 0}, [])
+    (tmp_path / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text("log,bytes\npeer.log,46\n")
+    assert validity.scan_logs(tmp_path, lost)[0]["stream_lost"] == 1   # before the stop it counts
 
 
 STALE = pd.DataFrame({"block_number": [5], "tx_index": [1], "tx_id": ["b"], "mutation": ["stale_read"]})

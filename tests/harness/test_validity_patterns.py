@@ -23,7 +23,7 @@ FILES = sorted(SYSTEMS.glob("*/validity.yaml"))
 PARAMETERS = yaml.safe_load((ROOT / "harness" / "parameters.yaml").read_text())
 
 REQUIRED = {"name", "regex", "meaning", "unexpected"}
-OPTIONAL = {"planned_by", "lines_per_mutation", "components", "components_except", "fatal"}
+OPTIONAL = {"planned_by", "lines_per_mutation", "stop_effect", "components", "components_except", "fatal"}
 F12 = "2026-11-24 10:00:00.000 UTC"          # common/flogging/logging.go:31 time format (1.1, 1.2, FastFabric)
 F06 = "10:00:00.000"                          # fabric-0.6.1 flogging/logging.go:94 time format
 
