@@ -298,11 +298,25 @@ def required_evidence(point_dir: Path, decl: dict, tables: dict[str, pd.DataFram
     return problems
 
 
-def mutation_check(mutations: pd.DataFrame, codes: pd.DataFrame, source: str) -> tuple[dict, list[str]]:
-    """Each corrupted transaction has its expected code, and every other one of those blocks is VALID.
+def refused_at_broadcast(mutations: pd.DataFrame, txs: pd.DataFrame | None) -> pd.DataFrame:
+    """The corrupted transactions the orderer refused (the client's ``txs`` status is not SUCCESS): a bad
+    creator fails the orderer's signature filter (the channel's Writers policy), so it never reaches a block."""
+    if txs is None or not len(txs) or not len(mutations):
+        return mutations.iloc[0:0]
+    refused = set(txs.loc[txs["status"] != "SUCCESS", "tx_id"])
+    return mutations[mutations["tx_id"].isin(refused)]
+
+
+def mutation_check(mutations: pd.DataFrame, codes: pd.DataFrame, source: str,
+                   txs: pd.DataFrame | None = None) -> tuple[dict, list[str]]:
+    """Each corrupted transaction has its expected code, and every other one of those blocks is VALID; one
+    the orderer refused (``refused_at_broadcast``) must be in no block at all.
 
     A driver that cannot know where its transactions land (a client) records ``block_number`` -1; those
     rows are found by transaction ID."""
+    refused = refused_at_broadcast(mutations, txs)
+    leaked = refused[refused["tx_id"].isin(codes["tx_id"])]
+    mutations = mutations[~mutations.index.isin(refused.index)]
     by_position = mutations[mutations["block_number"] >= 0][["block_number", "tx_index", "mutation"]]
     by_id = mutations[mutations["block_number"] < 0][["tx_id", "mutation"]]
     merged = codes.merge(by_position, on=["block_number", "tx_index"], how="left")
@@ -326,30 +340,38 @@ def mutation_check(mutations: pd.DataFrame, codes: pd.DataFrame, source: str) ->
         r = clean.iloc[0]
         problems.append(f"{len(clean)} transaction(s) that were not corrupted are invalid in the {source} "
                         f"(first: block {r['block_number']} tx {r['tx_index']} {r['validation_code']})")
+    if len(leaked):
+        problems.append(f"{len(leaked)} corrupted transaction(s) the orderer refused are in the {source} "
+                        f"(first: {leaked['tx_id'].iloc[0]})")
     kinds = mutations["mutation"].value_counts().to_dict()
     return {"planned": {k: int(v) for k, v in sorted(kinds.items())},
-            "invalid_as_planned": int(len(mutated) - len(wrong))}, problems
+            "invalid_as_planned": int(len(mutated) - len(wrong)),
+            "refused_at_broadcast": {k: int(v) for k, v in sorted(refused["mutation"].value_counts().items())}}, \
+        problems
 
 
-def control_check(point: dict, decl: dict, codes: pd.DataFrame | None,
-                  mutations: pd.DataFrame | None) -> tuple[dict, list[str]]:
+def control_check(point: dict, codes: pd.DataFrame | None, mutations: pd.DataFrame | None,
+                  txs: pd.DataFrame | None) -> tuple[dict, list[str]]:
     """A control point (plan.add_controls): every kind its parameters planned was corrupted at least once,
-    and the ledger marks exactly as many transactions invalid as were corrupted (``mutation_check`` has
-    already required each one's code and the rest of their blocks VALID)."""
+    and the ledger marks exactly as many transactions invalid as were corrupted and reached it
+    (``mutation_check`` has already required each one's code and the rest of their blocks VALID)."""
     planned = sorted(k for p, k in MUTATION_PARAMETERS.items() if float((point.get("parameters") or {}).get(p) or 0))
-    recorded = mutations["mutation"].value_counts().to_dict() if mutations is not None and len(mutations) else {}
+    mutations = mutations if mutations is not None else pd.DataFrame(columns=["tx_id", "mutation"])
+    recorded = mutations["mutation"].value_counts().to_dict()
+    refused = len(refused_at_broadcast(mutations, txs))
     problems = [f"control: the driver recorded no {kind} mutation although the control planned it"
                 for kind in planned if not recorded.get(kind)]
     invalid = None
     if codes is not None:
         invalid = int(((codes["validation_code"] != "VALID") & (codes["validation_code"] != "NOT_VALIDATED")).sum())
-        if invalid != sum(recorded.values()):
+        if invalid != len(mutations) - refused:
             problems.append(f"control: the ledger marks {invalid} transaction(s) invalid, the driver corrupted "
-                            f"{sum(recorded.values())}")
+                            f"{len(mutations)} of which the orderer refused {refused}")
     else:
         problems.append("control: no per-transaction codes to find the corrupted transactions in")
     return {"planned": planned, "corrupted": {k: int(v) for k, v in sorted(recorded.items())},
-            "ledger_invalid": invalid, "status": "failed" if problems else "passed"}, problems
+            "refused_at_broadcast": refused, "ledger_invalid": invalid,
+            "status": "failed" if problems else "passed"}, problems
 
 
 def timed_sections(point_dir: Path, components: list[str]) -> list[dict]:
@@ -526,14 +548,14 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
                                      sorted(codes.loc[codes["validation_code"] != "VALID", "validation_code"]
                                             .value_counts().items())}
         if mutations is not None and len(mutations):
-            section["mutations"], more = mutation_check(mutations, codes, section["counts_from"])
+            section["mutations"], more = mutation_check(mutations, codes, section["counts_from"], tables.get("txs"))
             problems += more
         section.setdefault("evidence", LEDGER_PROVEN)
     elif mutations is not None and len(mutations):
         problems.append(f"{len(mutations)} transaction(s) were corrupted on purpose, but the point has no "
                         "per-transaction codes to find them in")
     if point.get("control"):
-        section["control"], more = control_check(point, decl, codes, mutations)
+        section["control"], more = control_check(point, codes, mutations, tables.get("txs"))
         problems += more
 
     if rules["work"] and decl.get("validators"):

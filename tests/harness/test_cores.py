@@ -19,13 +19,13 @@ import pytest
 
 from harness import SCHEMA_VERSION
 from harness.analyze import analyze_pool
-from harness.collect import write_table
 from harness.config import parse_assignments
 from harness.errors import HarnessError
 from harness.plan import make_plan
 from harness.providers.local import LocalProvider
 from harness.report import render_paper
 from harness.rundir import Run, configuration, select_runs, write_json, write_yaml
+from tests.harness.doubles import store_point_tables
 from tests.harness.test_pooling import _blocks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def make_sweep_run(results, root, name: str, ratios: dict, *, fixed_cpus: int | 
                                               "system": "base", "sweep": sweep, "repetition": rep, "switches": {},
                                               "parameters": {"block_size": 10, **({"cpus": cpus} if asked else {}),
                                                              **sweep}})
-                write_table(_blocks(tps), d / "blocks.parquet", "blocks")
+                store_point_tables(d, {"blocks": _blocks(tps)})
                 if read_back:
                     allowed = "0" if cpus == 1 else f"0-{cpus - 1}"
                     (d / "raw" / "localhost" / "affinity_committerbench.csv").write_text(
@@ -76,7 +76,7 @@ def make_sweep_run(results, root, name: str, ratios: dict, *, fixed_cpus: int | 
         "schema_version": SCHEMA_VERSION, "paper": "mini", "experiment": "bench", "run_id": name,
         "status": "complete", "reason": None, "scale": "smoke",
         "git": {"sha": "a" * 40, "short": "aaaaaaa", "dirty": False},
-        "build": {"kind": "reference", "source": "a" * 40}, "provider": "local",
+        "build": {"kind": "reference", "source": "a" * 40}, "provider": "local", "systems_dir": str(root / "systems"),
         "host": {"cores": 2, "cpu_model": "Test CPU"}, "started_utc": started, "ended_utc": started,
         "resumed_utc": [], "harness_pid": None})
     return Run.open(path)

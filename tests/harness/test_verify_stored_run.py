@@ -10,6 +10,7 @@ copies the stored run and tampers with one file, as someone editing a shared run
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -46,9 +47,9 @@ def stored(tmp_path_factory) -> dict[str, Path]:
 
 
 def copy_point(stored: dict[str, Path], experiment: str, tmp_path: Path) -> Path:
-    """A copy of the stored run; its one point's directory."""
+    """A copy of the stored run; its one measured point's directory (not its control point)."""
     run = shutil.copytree(stored[experiment], tmp_path / "run", symlinks=True)
-    (point,) = sorted((run / "points").iterdir())
+    (point,) = sorted(p for p in (run / "points").iterdir() if not p.name.startswith("control__"))
     return point
 
 
@@ -59,9 +60,30 @@ def failure(point: Path) -> str:
 
 
 @pytest.mark.parametrize("experiment", ["fig6-peer-throughput", "table1-end-to-end"])
-def test_the_untouched_run_passes(stored, experiment):
+def test_the_untouched_run_and_its_control_pass(stored, experiment):
     results = verify_run(stored[experiment])
-    assert [r["passed"] for r in results] == [True], results
+    assert [(r["point"].startswith("control__"), r["passed"]) for r in results] == [(True, True), (False, True)], results
+    control = json.loads((stored[experiment] / "points" / results[0]["point"] / "summary.json").read_text())
+    section = control["validity"]["control"]
+    assert section["status"] == "passed" and section["planned"] == ["bad_creator", "bad_endorsement", "stale_read"]
+    # every planned kind was corrupted, and the ledger marks exactly those that reached it invalid
+    assert all(section["corrupted"][k] > 0 for k in section["planned"])
+    assert section["ledger_invalid"] == sum(section["corrupted"].values()) - section["refused_at_broadcast"]
+    assert all(v["status"] == "agreed" for v in control["validity"]["verifier"])
+
+
+def test_a_control_the_checks_do_not_find_fails(stored, tmp_path):
+    """Negative control of the control: a control point whose ledger shows fewer invalid transactions than
+    the driver corrupted (here: the mutation log lists one transfer more) fails."""
+    run = shutil.copytree(stored["fig6-peer-throughput"], tmp_path / "run", symlinks=True)
+    (control,) = (run / "points").glob("control__*")
+    path = control / "raw" / "localhost" / "mutations.csv"
+    rows = pd.read_csv(path)
+    codes = pd.read_csv(path.parent / "blocks.csv")
+    extra = rows.iloc[[0]].assign(tx_index=(rows["tx_index"].iloc[0] + 1) % int(codes["tx_count"].iloc[0]))
+    pd.concat([rows, extra]).to_csv(path, index=False)
+    text = "\n".join(recheck_point(control)["reasons"])
+    assert "have another code than planned" in text or "the ledger marks" in text, text
 
 
 def test_deleted_block_files_fail(stored, tmp_path):
