@@ -234,7 +234,7 @@ def test_smoke_reproduction_with_one_cpu_reads_back_one_cpu_per_process(tmp_path
     (run,) = reproduce("fastfabric", "fig6-peer-throughput", scale="smoke", repeat=1, overrides={"cpus": 1},
                        results=tmp_path / "results", reports=tmp_path / "reports", stream=io.StringIO(),
                        provider_options={"work_root": tmp_path / "work"}, build="reference",
-                       variants=["fabric-1.2"])
+                       variants=["fabric-1.2"], controls=False)
     assert Run.open(run.path).metadata["status"] == "complete"
     (point,) = (run.path / "points").iterdir()
     records = sorted(point.glob("raw/*/affinity_*.csv"))
