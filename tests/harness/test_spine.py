@@ -83,7 +83,7 @@ def test_end_to_end_runs_setup_then_transfer_and_measures_only_transfer_blocks(t
     (run,) = reproduce("fastfabric", "table1-end-to-end", scale="smoke", repeat=1,
                        results=tmp_path / "results", reports=tmp_path / "reports", stream=io.StringIO(),
                        provider_options={"bin_dir": FAKEBIN, "work_root": tmp_path / "work"},
-                       papers_dir=repo / "papers", build="reference")
+                       papers_dir=repo / "papers", build="reference", controls=False)
     # the double keeps no ledger: its point runs to the end, and validity fails it (fail closed)
     assert Run.open(run.path).metadata["status"] == "failed"
     (point,) = (run.path / "points").iterdir()

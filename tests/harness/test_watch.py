@@ -175,7 +175,7 @@ def _table1_point(tmp_path: Path, on_work, provider: str = "local") -> dict:
     started = time.monotonic()
     (run,) = reproduce("fastfabric", "table1-end-to-end", scale="smoke", repeat=1, provider=provider,
                        build="reference", results=tmp_path / "results", reports=tmp_path / "reports",
-                       stream=io.StringIO(), provider_options={"work_root": work})
+                       stream=io.StringIO(), provider_options={"work_root": work}, controls=False)
     thread.join(5)
     assert Run.open(run.path).metadata["status"] == "failed"
     (point,) = (run.path / "points").iterdir()
