@@ -314,6 +314,7 @@ def mutation_check(mutations: pd.DataFrame, codes: pd.DataFrame, source: str,
 
     A driver that cannot know where its transactions land (a client) records ``block_number`` -1; those
     rows are found by transaction ID."""
+    planned = {k: int(v) for k, v in sorted(mutations["mutation"].value_counts().items())}
     refused = refused_at_broadcast(mutations, txs)
     leaked = refused[refused["tx_id"].isin(codes["tx_id"])]
     mutations = mutations[~mutations.index.isin(refused.index)]
@@ -343,8 +344,7 @@ def mutation_check(mutations: pd.DataFrame, codes: pd.DataFrame, source: str,
     if len(leaked):
         problems.append(f"{len(leaked)} corrupted transaction(s) the orderer refused are in the {source} "
                         f"(first: {leaked['tx_id'].iloc[0]})")
-    kinds = mutations["mutation"].value_counts().to_dict()
-    return {"planned": {k: int(v) for k, v in sorted(kinds.items())},
+    return {"planned": planned,
             "invalid_as_planned": int(len(mutated) - len(wrong)),
             "refused_at_broadcast": {k: int(v) for k, v in sorted(refused["mutation"].value_counts().items())}}, \
         problems

@@ -65,7 +65,8 @@ def run_mutated_point(tmp_path: Path, build: Path, system: str, **extra) -> tupl
 
 def assert_mutations_found(section: dict, problems: list[str], tables: dict):
     assert problems == [], problems
-    assert section["mutations"] == {"planned": EXPECTED, "invalid_as_planned": sum(EXPECTED.values())}
+    assert section["mutations"] == {"planned": EXPECTED, "invalid_as_planned": sum(EXPECTED.values()),
+                                    "refused_at_broadcast": {}}
     invalid = section["ledger_invalid"]
     assert invalid == {"BAD_CREATOR_SIGNATURE": 3, "ENDORSEMENT_POLICY_FAILURE": 3, "MVCC_READ_CONFLICT": 3}, invalid
     # the driver's own per-block count agrees with the ledger (cross-checked, no problem above)
