@@ -178,36 +178,41 @@ def owed_transactions(codes: pd.DataFrame, blocks: list[int] | None = None) -> i
     return int(len(validated))
 
 
-def _fingerprint(ledger: Ledger, policy: str | None) -> list:
-    """What a stored verifier result was computed from: the files (name, size, modification time), the policy."""
-    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in ledger.files] + [policy]
+def _fingerprint(ledger: Ledger, policy: str | None, msp_dirs: list[str]) -> list:
+    """What a stored verifier result was computed from: the files (name, size, modification time), the policy
+    and the MSP directories."""
+    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in ledger.files] + [policy, msp_dirs]
 
 
 def verify(ledger: Ledger, txverify_bin: Path, policy: str | None, seed_text: str,
-           cache: Path | None = None) -> tuple[dict, list[str]]:
+           cache: Path | None = None, msp_dirs: list[str] = ()) -> tuple[dict, list[str]]:
     """Our verifier's codes for one kept ledger against the codes it recorded: (section, problems).
 
     A ledger above ``VERIFY_ALL_UP_TO`` transactions is verified on a sample: every transaction it marks
-    invalid and a random share seeded by ``seed_text`` (the point's id), stated in the section. With
+    invalid and a random share seeded by ``seed_text`` (the point's id), stated in the section.
+    ``msp_dirs`` (``MSPID=DIR``) give the MSPs where the ledger holds no config block. With
     ``cache`` (a JSON file of the point) a result stored for the same files and policy is reused: a report
     re-renders without re-verifying; ``invoke verify`` passes none and always verifies."""
     stored = json.loads(cache.read_text()) if cache is not None and cache.is_file() else {}
-    fingerprint = _fingerprint(ledger, policy)
+    fingerprint = _fingerprint(ledger, policy, list(msp_dirs))
     if stored.get(ledger.key, {}).get("fingerprint") == fingerprint:
         return stored[ledger.key]["section"], stored[ledger.key]["problems"]
-    section, problems = _run_verifier(ledger, txverify_bin, policy, seed_text)
+    section, problems = _run_verifier(ledger, txverify_bin, policy, seed_text, list(msp_dirs))
     if cache is not None and section.get("status") in ("agreed", "failed"):
         stored[ledger.key] = {"fingerprint": fingerprint, "section": section, "problems": problems}
         cache.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
     return section, problems
 
 
-def _run_verifier(ledger: Ledger, txverify_bin: Path, policy: str | None, seed_text: str) -> tuple[dict, list[str]]:
+def _run_verifier(ledger: Ledger, txverify_bin: Path, policy: str | None, seed_text: str,
+                  msp_dirs: list[str]) -> tuple[dict, list[str]]:
     if not Path(txverify_bin).is_file():
         return {"status": "not run"}, [f"{txverify_bin} is missing to verify the ledger {ledger.key} (invoke build)"]
     cmd = [str(txverify_bin)]
     if policy:
         cmd += ["--policy", policy]
+    for msp in msp_dirs:
+        cmd += ["--msp-dir", msp]
     n = len(ledger.codes)
     sample = None if n <= VERIFY_ALL_UP_TO else round(VERIFY_ALL_UP_TO / n, 6)
     if sample:

@@ -99,6 +99,13 @@ MUTATION_PARAMETERS = {
 #: cmd/committerbench).
 _TIMED_SECTION = re.compile(r"^fabricrepro timed_section txs (\d+) wall_ns (\d+) user_ns (\d+) system_ns (\d+)\s*$",
                             re.M)
+#: The CPU cost of one verification the same drivers measure just before and after their timed section.
+_VERIFY_COST = re.compile(r"^fabricrepro verify_cost verifies \d+ before_cpu_ns_per_verify (\d+) "
+                          r"after_cpu_ns_per_verify (\d+)\s*$", re.M)
+
+#: The parameter that turns a peer benchmark into the work check's negative control (its validator skips
+#: the signature checks: patches 0005, 0008); such a point is never evidence.
+NEGATIVE_CONTROL = "control_skip_signature_checks"
 
 _EVIDENCE_KEYS = {"codes", "counts", "independent_check", "validators", "ledgers", "logs", "tables", "verify",
                   "mutations"}
@@ -385,6 +392,13 @@ def timed_sections(point_dir: Path, components: list[str]) -> list[dict]:
     return out
 
 
+def verify_costs_ns(point_dir: Path, components: list[str]) -> list[int]:
+    """The per-verification CPU costs (ns) the components measured beside their timed section."""
+    return [int(ns) for c in components for log in sorted(Path(point_dir).glob(f"logs/*/{c}.*"))
+            for pair in _VERIFY_COST.findall(log.read_text(encoding="utf-8", errors="replace"))
+            for ns in pair if int(ns) > 0]
+
+
 def process_cpu(point_dir: Path, components: list[str]) -> list[dict]:
     """The life-time CPU of each stopped component process (``cpu_<name>.csv``, playbooks/roles/process stop)."""
     out = []
@@ -403,9 +417,9 @@ def work_check(point_dir: Path, work: dict, components: list[str], primitives: d
     The CPU is the timed section's where the validating component printed one (the pre-made-block
     drivers; its transactions are the ledger's in ``timed_blocks``, the blocks the driver timed), else
     the components' whole life (set-up included, so a weaker bound) held against every transaction the
-    ledger says was validated. The bound uses the fastest verification rate measured in the run (per
-    CPU-second where measured, else per core by the wall clock: the cheapest a verification can be
-    here) and must be exceeded ``min_covered`` times: the
+    ledger says was validated. The bound uses the cost of one verification the component measured just
+    before and after its timed section (the cheaper), else the fastest rate measured in the run (per
+    CPU-second where measured, else per core by the wall clock), and must be exceeded ``min_covered`` times: the
     system's negative control, its validator with the signature checks off, stays below that.
     Anything missing (no CPU record, no ledger count, no measured rate) fails: "not measured" is no pass.
     """
@@ -437,10 +451,13 @@ def work_check(point_dir: Path, work: dict, components: list[str], primitives: d
         result["basis"] = "whole life of " + ", ".join(sorted({p["component"] for p in procs})) + " (set-up included)"
     if not txs:
         return unmeasured("the ledger holds no validated transaction")
-    # per CPU-second where measured (the CPU cost, which a loaded machine's wall clock overstates), else per core
-    rates = [p.get(k) for p in (primitives or {}).values() if isinstance(p, dict)
-             for k in ("verifies_per_cpu_s", "per_core_verifies_per_s")]
-    rates = [r for r in rates if r]
+    # The cost the timed section paid: the cheaper of the two the component measured beside it. Else the
+    # run's: per CPU-second where measured (a loaded machine's wall clock overstates it), else per core.
+    costs = verify_costs_ns(point_dir, components) if sections else []
+    rates = [1e9 / min(costs)] if costs else \
+        [r for p in (primitives or {}).values() if isinstance(p, dict)
+         for r in (p.get("verifies_per_cpu_s"), p.get("per_core_verifies_per_s")) if r]
+    result["cost_from"] = "the component's own verify_cost" if costs else "the run's primitives"
     if not rates:
         return unmeasured("this run has no measured ECDSA verification rate (metadata.json primitives)")
     rate = max(rates)
@@ -492,6 +509,7 @@ def point_context(point_dir: Path) -> dict:
     # experiment.yaml stores the experiment as the run's build ran it (plan.for_build): its driver is the point's
     return {"driver": experiment.get("driver"), "build": kind,
             "primitives": meta.get("primitives") or {},
+            "build_paths": {v: b.get("path") for v, b in ((meta.get("build") or {}).get("variants") or {}).items()},
             "systems_dir": Path(meta["systems_dir"]) if meta.get("systems_dir") else SYSTEMS}
 
 
@@ -512,6 +530,9 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
                         f"{context['driver']!r} on the {context['build']} build: nothing proves this point's counts")
         decl = {"codes": "none"}
     problems += required_evidence(point_dir, decl, tables)
+    if str((point.get("parameters") or {}).get(NEGATIVE_CONTROL, "")).lower() in ("true", "1"):
+        problems.append(f"a negative control ({NEGATIVE_CONTROL}): its validator skipped the signature checks on "
+                        "purpose, so its numbers are not evidence")
 
     counts, log_problems = scan_logs(point_dir, rules["log_patterns"], mutations)
     section["log_counts"] = counts
@@ -521,7 +542,8 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
     if decl["codes"] == "ledger":
         codes, more = _ledger_codes(point_dir, decl, tables, section, blockfile_bin,
                                     None if context.get("skip_verifier") else txverify_bin or REPO_ROOT / "bin" / "txverify",
-                                    point, bool(context.get("fresh_verifier")))
+                                    point, bool(context.get("fresh_verifier")),
+                                    (context.get("build_paths") or {}).get(point.get("variant")))
         problems += more
     elif decl["codes"] == "recorded":
         codes = tables.get("block_txs")
@@ -569,7 +591,8 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
 
 
 def _ledger_codes(point_dir: Path, decl: dict, tables: dict, section: dict, blockfile_bin: Path | None,
-                  txverify_bin: Path | None, point: dict, fresh: bool) -> tuple[pd.DataFrame | None, list[str]]:
+                  txverify_bin: Path | None, point: dict, fresh: bool,
+                  build_path: str | None) -> tuple[pd.DataFrame | None, list[str]]:
     """Codes from the kept ledgers, every driver table held against them, and our verifier's word."""
     blockfile_bin = blockfile_bin or REPO_ROOT / "bin" / "blockfile"
     if not ledger.ledger_files(point_dir):
@@ -598,12 +621,21 @@ def _ledger_codes(point_dir: Path, decl: dict, tables: dict, section: dict, bloc
     if decl.get("verify") and txverify_bin is None:
         section["verifier"] = "not run (a report's quick re-check)"
     elif decl.get("verify"):
-        policy = decl["verify"] if isinstance(decl["verify"], str) else None
+        msp_dirs = decl["verify"].get("msp_dirs", {}) if isinstance(decl["verify"], dict) else {}
         checked = []
         for lg in kept:
             if lg.validated and lg.component in decl["ledgers"]:
-                result, more = ledger.verify(lg, txverify_bin, policy, f"{point.get('id')}/{lg.key}",
-                                             None if fresh else Path(point_dir) / "verifier.json")
+                msp = msp_dirs.get(lg.component)
+                if msp:
+                    if not build_path or not Path(build_path).is_dir():
+                        problems.append(f"our verifier needs the MSP of the build to check the ledger {lg.key} "
+                                        f"({msp}), and the point's build is not here ({build_path}): rebuild it "
+                                        "(invoke build --upstream <system>)")
+                        continue
+                    msp = msp.format(build=build_path)
+                result, more = ledger.verify(lg, txverify_bin, None, f"{point.get('id')}/{lg.key}",
+                                             None if fresh else Path(point_dir) / "verifier.json",
+                                             [msp] if msp else [])
                 checked.append(result)
                 problems += more
         section["verifier"] = checked
