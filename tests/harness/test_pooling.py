@@ -13,9 +13,10 @@ import pytest
 import yaml
 
 from harness import SCHEMA_VERSION
-from harness.collect import write_table
 from harness.errors import HarnessError
 from harness.report import render_paper
+
+from tests.harness.doubles import store_point_tables
 from harness.rundir import Run, select_runs, write_json, write_yaml
 
 BLOCK_COLUMNS = ("vscc_ns", "mvcc_ns", "block_commit_ns", "state_commit_ns", "history_commit_ns")
@@ -54,7 +55,7 @@ def make_run(results, root, name: str, tps: dict, *, status="complete", cores=2,
                      "sweep": {"batch_timeout_ms": timeout}, "repetition": rep, "switches": {},
                      "parameters": {"block_size": 10, "batch_timeout_ms": timeout}}
             write_json(d / "point.json", point)
-            write_table(_blocks(value), d / "blocks.parquet", "blocks")
+            store_point_tables(d, {"blocks": _blocks(value)})
             write_json(d / "summary.json", {"schema_version": SCHEMA_VERSION, "status": "complete", "reason": None})
     write_yaml(path / "resolved.yaml", {"schema_version": SCHEMA_VERSION, "scale": "smoke", "repetitions": reps,
                                         "parameters": {"block_size": {"value": 10, "source": "experiment"}},
@@ -64,7 +65,7 @@ def make_run(results, root, name: str, tps: dict, *, status="complete", cores=2,
         "schema_version": SCHEMA_VERSION, "paper": "mini", "experiment": "bench", "run_id": name,
         "status": status, "reason": None if status == "complete" else "SIGINT", "scale": "smoke",
         "git": {"sha": "a" * 40, "short": "aaaaaaa", "dirty": False},
-        "build": {"kind": "reference", "source": source}, "provider": "local",
+        "build": {"kind": "reference", "source": source}, "provider": "local", "systems_dir": str(root / "systems"),
         "host": {"cores": cores, "cpu_model": "Test CPU"}, "started_utc": started, "ended_utc": started,
         "resumed_utc": [], "harness_pid": os.getpid() if status == "running" else None})
     return Run.open(path)
