@@ -42,13 +42,15 @@ def record_primitives(point_dir: Path) -> None:
 
 
 def checked(point_dir: Path, system: str, parameters: dict, driver: str = "committer-bench",
-            build: str = "upstream") -> tuple[dict, list[str], dict]:
+            build: str = "upstream", build_path: Path | None = None) -> tuple[dict, list[str], dict]:
     """Collect a point's raw files as harness/runner.py does; its validity section, problems and tables
-    (the driver and build the run directory would name, given here: a test's point has no experiment.yaml)."""
+    (the driver, build and build directory the run directory would name, given here: a test's point has
+    no experiment.yaml)."""
     collect.convert_point(point_dir)
     tables = collect.load_point(point_dir)
-    context = {"driver": driver, "build": build, "primitives": validity.run_primitives(point_dir.parent.parent)}
-    section, problems = validity.check_point(point_dir, {"id": point_dir.name, "system": system,
+    context = {"driver": driver, "build": build, "primitives": validity.run_primitives(point_dir.parent.parent),
+               "build_paths": {"test": str(build_path) if build_path else None}}
+    section, problems = validity.check_point(point_dir, {"id": point_dir.name, "system": system, "variant": "test",
                                                          "parameters": parameters}, tables, context=context)
     return section, problems, tables
 
@@ -60,7 +62,7 @@ def run_mutated_point(tmp_path: Path, build: Path, system: str, **extra) -> tupl
         transactions=BLOCKS * BLOCK_SIZE, block_size=BLOCK_SIZE, payload_bytes=0, **MUTATIONS, **extra)
     record_primitives(point_dir)
     run_watched(tmp_path, spec, inventory, variables, point_dir, 600, [])
-    return checked(point_dir, system, MUTATIONS)
+    return checked(point_dir, system, MUTATIONS, build_path=build)
 
 
 def assert_mutations_found(section: dict, problems: list[str], tables: dict):

@@ -181,7 +181,7 @@ def test_fastfabric_p2_peer_benchmark_refuses_exactly_the_corrupted_transfers(tm
     assert built.info.get("flavours") == ["p2-approx"], built.info
     section, problems, tables = run_mutated_point(tmp_path, built.path, "fastfabric",
                                                   block_pipeline_goroutines=4, tx_validation_goroutines=2)
-    assert section["counts_from"].startswith("the validator's recorded codes"), section["counts_from"]
+    assert section["counts_from"].startswith("block files of localhost/fastfabric_peerbench"), section["counts_from"]
     assert len(tables["block_txs"]) == 400
     assert section["log_counts"].get("msp_channel_missing", 0) == 0
     assert_peer_benchmark_mutations(tmp_path / "run" / "points" / "p000", section, problems, tables)
