@@ -618,6 +618,8 @@ def control_blocks(summary: dict) -> list[tuple]:
         planted = ", ".join(f"{n} {k}" for k, n in (c.get("corrupted") or {}).items()) or "nothing"
         found = (f"the ledger marked {c['ledger_invalid']} invalid" if c.get("ledger_invalid") is not None
                  else "no ledger codes")
+        if c.get("refused_at_broadcast"):
+            found = f"the orderer refused {c['refused_at_broadcast']} at broadcast; " + found
         outcome = ("passed" if c["point_status"] == "complete" and c.get("status") == "passed"
                    else f"**failed** ({c.get('reason') or c['point_status']})")
         parts.append(f"`{c['point']}` planted {planted}; {found}; {outcome}")
