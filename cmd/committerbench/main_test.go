@@ -30,11 +30,11 @@ func TestVerifyRateOutput(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := "all_cores_verifies_per_s,cores,duration_ns,message_bytes,per_core_verifies_per_s"
+	want := "all_cores_verifies_per_s,cores,duration_ns,message_bytes,per_core_verifies_per_s,verifies_per_cpu_s"
 	if got := strings.Join(keys, ","); got != want {
 		t.Fatalf("keys %s, want %s", got, want)
 	}
-	if m["per_core_verifies_per_s"] <= 0 || m["all_cores_verifies_per_s"] <= 0 {
+	if m["per_core_verifies_per_s"] <= 0 || m["all_cores_verifies_per_s"] <= 0 || m["verifies_per_cpu_s"] <= 0 {
 		t.Errorf("rates must be positive: %v", m)
 	}
 	if int(m["cores"]) != runtime.GOMAXPROCS(0) {
