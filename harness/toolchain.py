@@ -28,7 +28,7 @@ APT_PACKAGES = ["protobuf-compiler", "libprotobuf-dev", "prometheus", "prometheu
                 "chromium",
                 # Fabric v0.6.1's state database, RocksDB, and its compression libraries (systems/fujitsu-api)
                 "librocksdb-dev", "libsnappy-dev", "liblz4-dev", "libzstd-dev", "libbz2-dev", "zlib1g-dev",
-                # Apache CouchDB 3.3.3 built from source (systems/couchdb): Erlang 25, SpiderMonkey 78, ICU
+                # Apache CouchDB 3.3.3 built from source (systems/validation-opt, its upstream recipe's couchdb component): Erlang 25, SpiderMonkey 78, ICU
                 "erlang-nox", "erlang-dev", "erlang-reltool", "erlang-eunit", "erlang-src", "libmozjs-78-dev",
                 "libicu-dev"]
 # Installed from Debian only when the command is absent: on machines whose
