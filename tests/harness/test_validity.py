@@ -71,7 +71,8 @@ MUTATIONS = pd.DataFrame({"block_number": [5, 6], "tx_index": [1, 1], "tx_id": [
 def test_mutations_with_their_codes_and_the_rest_valid_pass():
     section, problems = validity.mutation_check(MUTATIONS, LEDGER, "ledger")
     assert problems == []
-    assert section == {"planned": {"bad_creator": 1, "stale_read": 1}, "invalid_as_planned": 2}
+    assert section == {"planned": {"bad_creator": 1, "stale_read": 1}, "invalid_as_planned": 2,
+                       "refused_at_broadcast": {}}
 
 
 def test_a_mutation_counted_valid_fails():

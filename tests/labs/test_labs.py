@@ -51,8 +51,9 @@ def _run(cmd: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
 
 
 def _summaries(tmp_path: Path, experiment: str) -> list[dict]:
+    """The measured points' summaries (each run's control point proves the checks and is left out here)."""
     return [json.loads(p.read_text()) for p in (tmp_path / "results").glob(f"*/{experiment}/*/points/*/summary.json")
-            if p.parts[-4] != "latest"]
+            if p.parts[-4] != "latest" and not p.parent.name.startswith("control__")]
 
 
 def _lab(prefix: str) -> Path:
@@ -78,7 +79,8 @@ def test_lab02_block_size_end_to_end(tmp_path):
         _run(cmd, tmp_path)
     (summary,) = _summaries(tmp_path, "table1-end-to-end")
     assert summary["status"] == "complete" and summary["metrics"]["tx_latency_p99_ms"] > 0
-    (point,) = [p for p in (tmp_path / "results").glob("fastfabric/table1-end-to-end/2*/points/*") if p.is_dir()]
+    (point,) = [p for p in (tmp_path / "results").glob("fastfabric/table1-end-to-end/2*/points/*")
+                if p.is_dir() and not p.name.startswith("control__")]
     assert (point / "block_txs.parquet").exists(), "latency is matched by transaction ID"
 
 
