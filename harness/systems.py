@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -231,6 +232,21 @@ def report_parts(systems_dir: Path | None = None) -> dict[str, ReportPart]:
 def build_kinds(systems_dir: Path | None = None) -> dict[str, BuildKind]:
     """Every system's component build kinds by name."""
     return _unique("build kind", ((p.name, k, v) for p in plugins(systems_dir) for k, v in p.build_kinds().items()))
+
+
+def point_role_settings(point_dir: Path) -> dict:
+    """The role settings a point ran with: the run's recorded role defaults (``metadata.json``
+    ``build.role_settings``), overridden by the variables the harness passed (``logs/ansible-run.vars.json``)."""
+    point_dir = Path(point_dir)
+    out: dict = {}
+    metadata = point_dir.parent.parent / "metadata.json"
+    if metadata.is_file():
+        for values in ((json.loads(metadata.read_text()).get("build") or {}).get("role_settings") or {}).values():
+            out.update(values or {})
+    run_vars = point_dir / "logs" / "ansible-run.vars.json"
+    if run_vars.is_file():
+        out.update(json.loads(run_vars.read_text()))
+    return out
 
 
 def independent_check(system: str, name: str, systems_dir: Path | None = None) -> IndependentCheck:

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import csv
 import fnmatch
-import json
 import math
 import re
 from pathlib import Path
@@ -61,7 +60,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.errors import HarnessError
-from harness.systems import IndependentCheck
+from harness.systems import IndependentCheck, point_role_settings
 
 from . import logs
 
@@ -78,19 +77,6 @@ ZEROMQ_NODE_INTERVAL = 10000
 _ZEROMQ_THROUGHPUT = re.compile(r"^Throughput = ([0-9.Ee+-]+|Infinity) envelopes/sec\s*$", re.M)
 
 
-def settings(point_dir: Path) -> dict:
-    """The role settings a point ran with: the run's recorded role defaults (``metadata.json``
-    ``build.role_settings``), overridden by the variables the harness passed (``logs/ansible-run.vars.json``)."""
-    point_dir = Path(point_dir)
-    out: dict = {}
-    metadata = point_dir.parent.parent / "metadata.json"
-    if metadata.is_file():
-        for values in ((json.loads(metadata.read_text()).get("build") or {}).get("role_settings") or {}).values():
-            out.update(values or {})
-    run_vars = point_dir / "logs" / "ansible-run.vars.json"
-    if run_vars.is_file():
-        out.update(json.loads(run_vars.read_text()))
-    return out
 
 
 def _int_setting(values: dict, name: str, problems: list[str]) -> int | None:
@@ -162,7 +148,7 @@ def receivers_check(point_dir: Path, tables: dict[str, pd.DataFrame]) -> tuple[d
     """Node 0's envelope count against the other replicas' counts and every receiver's blocks (module doc)."""
     point_dir = Path(point_dir)
     problems: list[str] = []
-    values = settings(point_dir)
+    values = point_role_settings(point_dir)
     interval = _int_setting(values, "bftsmart_config_throughput_interval", problems)
     block_size = _int_setting(values, "bftsmart_config_block_size", problems)
 
@@ -275,7 +261,7 @@ def frontends_check(point_dir: Path, tables: dict[str, pd.DataFrame]) -> tuple[d
     """Every TestNodes frontend reported, their sample counts agree, and the replicas executed at least as many."""
     point_dir = Path(point_dir)
     problems: list[str] = []
-    values = settings(point_dir)
+    values = point_role_settings(point_dir)
     every = _int_setting(values, "bftsmart_geo_latency_every", problems)
     clients = _int_setting(values, "bftsmart_geo_clients", problems)
     delay_ms = _int_setting(values, "bftsmart_geo_client_delay_ms", problems)

@@ -28,26 +28,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.systems import IndependentCheck
+from harness.systems import IndependentCheck, point_role_settings
 
 #: The client's summary line: {"blocks": ..., "transactions": ..., "height": ..., "peers": {...}, "valid": ...}.
 SUMMARY_LOG = "fujitsu_api_client-blocks.out"
 STATES_TABLE = "fujitsu_peer_states"
 
 
-def settings(point_dir: Path) -> dict:
-    """The role settings a point ran with: the run's recorded role defaults (``metadata.json``
-    ``build.role_settings``), overridden by the variables the harness passed (``logs/ansible-run.vars.json``)."""
-    point_dir = Path(point_dir)
-    out: dict = {}
-    metadata = point_dir.parent.parent / "metadata.json"
-    if metadata.is_file():
-        for values in ((json.loads(metadata.read_text()).get("build") or {}).get("role_settings") or {}).values():
-            out.update(values or {})
-    run_vars = point_dir / "logs" / "ansible-run.vars.json"
-    if run_vars.is_file():
-        out.update(json.loads(run_vars.read_text()))
-    return out
 
 
 def started_peers(point_dir: Path) -> dict[int, str]:
@@ -80,7 +67,7 @@ def peers_check(point_dir: Path, tables: dict[str, pd.DataFrame]) -> tuple[dict,
     """Every peer's height and balances, read apart from the client, against the blocks table (module doc)."""
     point_dir = Path(point_dir)
     problems: list[str] = []
-    values = settings(point_dir)
+    values = point_role_settings(point_dir)
     params = {}
     for name in ("fujitsu_api_client_balance", "fujitsu_api_client_amount"):
         try:
