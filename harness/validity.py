@@ -541,7 +541,7 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
     codes = None
     if decl["codes"] == "ledger":
         codes, more = _ledger_codes(point_dir, decl, tables, section, blockfile_bin,
-                                    None if context.get("skip_verifier") else txverify_bin or REPO_ROOT / "bin" / "txverify",
+                                    txverify_bin or REPO_ROOT / "bin" / "txverify",
                                     point, bool(context.get("fresh_verifier")),
                                     (context.get("build_paths") or {}).get(point.get("variant")))
         problems += more
@@ -591,7 +591,7 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
 
 
 def _ledger_codes(point_dir: Path, decl: dict, tables: dict, section: dict, blockfile_bin: Path | None,
-                  txverify_bin: Path | None, point: dict, fresh: bool,
+                  txverify_bin: Path, point: dict, fresh: bool,
                   build_path: str | None) -> tuple[pd.DataFrame | None, list[str]]:
     """Codes from the kept ledgers, every driver table held against them, and our verifier's word."""
     blockfile_bin = blockfile_bin or REPO_ROOT / "bin" / "blockfile"
@@ -618,9 +618,7 @@ def _ledger_codes(point_dir: Path, decl: dict, tables: dict, section: dict, bloc
         if name == "block_txs" and rows is not None and len(rows):
             rows = ledger.blocks_of(rows)
         problems += ledger.cross_check(rows, codes, label, source)
-    if decl.get("verify") and txverify_bin is None:
-        section["verifier"] = "not run (a report's quick re-check)"
-    elif decl.get("verify"):
+    if decl.get("verify"):
         msp_dirs = decl["verify"].get("msp_dirs", {}) if isinstance(decl["verify"], dict) else {}
         checked = []
         for lg in kept:

@@ -4,7 +4,8 @@
 ``raw/<host>/`` and the fetched logs (``collect.raw_tables``, not the stored
 parquet), runs every validity check on them (harness/validity.py, our
 verifier included) and compares the result with what the run stored in the
-point's ``summary.json``. A point passes only if it completed, the re-check
+point's ``summary.json``; the stored tables the metrics come from must equal
+the ones the raw files give. A point passes only if it completed, the re-check
 finds no problem, and the stored result agrees. Our verifier runs afresh
 here; a report's analysis reuses its stored result for unchanged block
 files (``verifier.json`` of the point).
@@ -15,12 +16,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import validity
-from .collect import raw_tables
+from .collect import load_point, raw_tables, tables_differ
 from .errors import HarnessError
 from .rundir import Run, read_json
 
 
-def recheck_point(point_dir: Path, verify_ledgers: bool = True) -> dict:
+def recheck_point(point_dir: Path) -> dict:
     """One point re-checked from its raw files: ``point``, ``stored_status``, ``problems`` (the re-check's),
     ``agrees`` (whether the stored status says the same) and ``passed``."""
     point_dir = Path(point_dir)
@@ -30,8 +31,10 @@ def recheck_point(point_dir: Path, verify_ledgers: bool = True) -> dict:
     stored_status = stored.get("status", "no summary")
     try:
         tables = raw_tables(point_dir)
-        context = {**validity.point_context(point_dir), "fresh_verifier": True, "skip_verifier": not verify_ledgers}
+        context = {**validity.point_context(point_dir), "fresh_verifier": True}
         _, problems = validity.check_point(point_dir, point, tables, context=context)
+        # the metrics come from the stored tables: they must be what the raw files give
+        problems = tables_differ(tables, load_point(point_dir)) + problems
     except HarnessError as e:
         problems = [f"validity check: {e}"]
     stored_failed_validity = stored_status == "failed" and str(stored.get("reason") or "").startswith("validity:")
@@ -50,7 +53,7 @@ def recheck_point(point_dir: Path, verify_ledgers: bool = True) -> dict:
             "passed": stored_status == "complete" and not problems and agrees, "reasons": reasons}
 
 
-def verify_run(run_dir: Path, point: str | None = None, verify_ledgers: bool = True) -> list[dict]:
+def verify_run(run_dir: Path, point: str | None = None) -> list[dict]:
     """Every point of a stored run (or the one named) re-checked."""
     run = Run.open(run_dir)
     points = sorted(p for p in (run.path / "points").iterdir() if (p / "point.json").is_file()) \
@@ -61,7 +64,7 @@ def verify_run(run_dir: Path, point: str | None = None, verify_ledgers: bool = T
             raise HarnessError(f"{run.path} has no point {point!r}")
     if not points:
         raise HarnessError(f"{run.path} has no points to verify")
-    return [recheck_point(p, verify_ledgers) for p in points]
+    return [recheck_point(p) for p in points]
 
 
 def render(results: list[dict]) -> str:

@@ -135,6 +135,16 @@ def test_a_block_on_one_side_only_fails(stored, tmp_path):
     assert "missing from the block watcher on host localhost" in failure(point)
 
 
+def test_a_stored_table_that_differs_from_the_raw_files_fails(stored, tmp_path):
+    # the metrics come from blocks.parquet: one block's count altered there, the raw CSV untouched
+    from harness.collect import read_table, write_table
+    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    blocks = read_table(point / "blocks.parquet")
+    blocks.loc[0, "valid_count"] += 1
+    write_table(blocks, point / "blocks.parquet", "blocks")
+    assert "table blocks: the raw files (" in failure(point)
+
+
 def test_a_removed_timed_section_line_fails(stored, tmp_path):
     point = copy_point(stored, "fig6-peer-throughput", tmp_path)
     for log in point.glob("logs/localhost/committerbench.*"):
