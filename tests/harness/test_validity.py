@@ -291,3 +291,57 @@ def test_the_ledger_holding_most_transactions_is_the_evidence(tmp_path, monkeypa
 
 def test_a_system_without_rules_gets_every_key(tmp_path):
     assert validity.load_rules("none", tmp_path) == {"log_patterns": [], "work": None, "evidence": {}, "sources": []}
+
+
+DECL = {"codes": "ledger", "validators": ["peer"], "ledgers": ["peer"], "logs": ["peer"], "tables": ["deliveries"]}
+
+
+def started(point_dir, *components):
+    raw = point_dir / "raw" / "localhost"
+    raw.mkdir(parents=True, exist_ok=True)
+    for c in components:
+        (raw / f"affinity_{c}.csv").write_text(f'component,pid,cpus_allowed_list\n{c},1,"0"\n')
+
+
+def test_required_evidence_fails_on_every_absence(tmp_path):
+    deliveries = {"deliveries": driver_blocks([2, 2])}
+    # nothing records what ran
+    assert "no record of the components" in validity.required_evidence(tmp_path, DECL, deliveries)[0]
+    # the validator never started
+    started(tmp_path, "orderer")
+    assert any("none of the validating components peer" in p
+               for p in validity.required_evidence(tmp_path, DECL, deliveries))
+    # it started, but left an empty log, an empty block file and no deliveries
+    started(tmp_path, "peer")
+    write_log(tmp_path, "peer.log", "")
+    ledger_dir = tmp_path / "raw" / "localhost" / "blocks" / "peer" / "ch"
+    ledger_dir.mkdir(parents=True)
+    (ledger_dir / "blockfile_000000").write_bytes(b"")
+    problems = validity.required_evidence(tmp_path, DECL, {})
+    assert any("log of peer on host localhost is empty" in p for p in problems), problems
+    assert any("kept block files of peer on host localhost are empty" in p for p in problems), problems
+    assert any("no deliveries rows" in p for p in problems), problems
+    # all there: nothing missing (positive control)
+    write_log(tmp_path, "peer.log", "started\n")
+    (ledger_dir / "blockfile_000000").write_bytes(b"\x01x")
+    assert validity.required_evidence(tmp_path, DECL, deliveries) == []
+
+
+def test_a_verifier_that_disagrees_or_cannot_verify_fails(tmp_path):
+    """TEST DOUBLES of bin/txverify: one that derives another code than the ledger recorded (exit 3),
+    and one that cannot read the ledger (exit 1); each fails the ledger, naming it."""
+    lg = ledger.Ledger("localhost", "peer", "ch", [tmp_path / "blockfile_000000"], LEDGER)
+    lg.files[0].write_bytes(b"x")
+    disagree = tmp_path / "txverify-disagrees"
+    disagree.write_text("#!/bin/sh\necho block_number,tx_index,tx_id,recorded_code,derived_code\n"
+                        "echo 5,0,a,VALID,BAD_CREATOR_SIGNATURE\n"
+                        'echo \'{"txs": 6, "checked": 1, "agree": 0, "disagree": 1}\' >&2\nexit 3\n')
+    broken = tmp_path / "txverify-broken"
+    broken.write_text("#!/bin/sh\necho 'no MSP in the ledger' >&2\nexit 1\n")
+    for f in (disagree, broken):
+        f.chmod(0o755)
+    section, problems = ledger.verify(lg, disagree, None, "p")
+    assert section["status"] == "failed" and "recorded VALID, derived BAD_CREATOR_SIGNATURE" in problems[0]
+    section, problems = ledger.verify(lg, broken, None, "p")
+    assert section["status"] == "failed" and "could not check the ledger localhost/peer/ch" in problems[0]
+    assert ledger.verify(lg, tmp_path / "missing", None, "p")[1][0].endswith("(invoke build)")
