@@ -26,11 +26,11 @@ import math
 import statistics
 from pathlib import Path
 
-from . import SCHEMA_VERSION, stats, timing, validity
+from . import SCHEMA_VERSION, cpus, stats, timing, validity
 from .collect import load_measured, load_point, raw_tables, tables_differ
 from .errors import HarnessError
 from .metrics import all_metrics, compute_all
-from .rundir import Run, point_cpus, read_json, select_runs, write_json
+from .rundir import Run, read_json, select_runs, write_json
 
 VERDICTS = (stats.REPRODUCED, stats.NOT_REPRODUCED, stats.INCONCLUSIVE, "not comparable")
 
@@ -91,7 +91,8 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
         "metrics": metrics,
         **extra,
         **partial,
-        "cpus": point_cpus(point_dir),
+        # what the point ran on, read back once when it ended (harness/cpus.py)
+        "cpus": extra["cpus"] if "cpus" in extra else cpus.read_back(point_dir),
         "validity": validity_section,
     }
     write_json(Path(point_dir) / "summary.json", summary)
@@ -317,12 +318,12 @@ def evaluate_claim(claim: dict, experiment: dict, groups: list[dict], context: d
         return {**result, "cores": cores_section(claim, experiment, context,
                                                  [(_cores_of(groups, context), result, samples)])}
     per = []
-    for cpus in swept:
+    for asked in swept:
         at = [{**g, "sweep": {k: v for k, v in g["sweep"].items() if k != "cpus"}}
-              for g in groups if g["sweep"].get("cpus") == cpus]
+              for g in groups if g["sweep"].get("cpus") == asked]
         result = _judge(claim, experiment, at, context)
         samples = result.pop("samples")
-        per.append((_cores_of(at, context, cpus), result, samples))
+        per.append((_cores_of(at, context, asked), result, samples))
     (cores, _), main, _ = per[-1]
     reason = f"at {cores:g} cores, the most measured: {main['reason']}" if main.get("reason") else main.get("reason")
     return {**main, "reason": reason, "cores": cores_section(claim, experiment, context, per)}
@@ -550,7 +551,7 @@ def _summary(runs: list[Run], by_run: dict[str, list[dict]], other_runs: dict) -
     experiment = stored["experiment"]
     groups = aggregate(by_run)
     resolved = newest.stored("resolved")
-    context = {"cores": newest.metadata["host"]["cores"], "scale": newest.metadata.get("scale"),
+    context = {"cores": cpus.host_usable(newest.metadata["host"]), "scale": newest.metadata.get("scale"),
                "paper_hardware": (stored.get("paper") or {}).get("hardware"),
                "not_runnable": resolved.get("not_runnable_variants") or {},
                "other_runs": other_runs}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import SCHEMA_VERSION
+from . import SCHEMA_VERSION, cpus
 from .analyze import analyze_pool, claim_band
 from .catalogue import load_paper
 from .collect import write_table
@@ -28,7 +28,8 @@ from .metrics import all_metrics
 from .rundir import Run, build_identity, read_json, select_runs
 
 MEASUREMENT_COLUMNS = ("paper", "experiment", "variant", "sweep", "repetition", "point", "run_id", "build_kind",
-                       "build", "commit", "scale", "provider", "host_cores", "cpu_model", "effective_cpus",
+                       "build", "commit", "scale", "provider", "host_cpus_online", "host_cpus_usable", "cpu_model",
+                       "point_cpus",
                        "metric", "value", "unit", "status", "valid", "invalid_reason")
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "statement", "compare", "metric", "expected", "tolerance",
                  "bound", "band_low", "band_high", "sides", "aggregate", "every_point", "measured", "interval_low",
@@ -48,7 +49,8 @@ def _point_rows(run: Run, paper: str, experiment: str, units: dict[str, str]) ->
     facts = {"paper": paper, "experiment": experiment, "run_id": run.id, "build_kind": identity["kind"],
              "build": _text(identity.get("keys") or identity.get("source")),
              "commit": (meta.get("git") or {}).get("sha"), "scale": meta.get("scale"),
-             "provider": meta.get("provider"), "host_cores": host.get("cores"), "cpu_model": host.get("cpu_model")}
+             "provider": meta.get("provider"), "host_cpus_online": host.get("cpus_online", host.get("cores")),
+             "host_cpus_usable": cpus.host_usable(host), "cpu_model": host.get("cpu_model")}
     rows = []
     for summary_path in sorted((run.path / "points").glob("*/summary.json")):
         summary = read_json(summary_path)
@@ -56,7 +58,7 @@ def _point_rows(run: Run, paper: str, experiment: str, units: dict[str, str]) ->
             continue
         point = {"variant": summary["variant"], "sweep": _text(summary["sweep"]),
                  "repetition": summary["repetition"], "point": summary["point"],
-                 "effective_cpus": (summary.get("cpus") or {}).get("effective"), "status": summary["status"],
+                 "point_cpus": (summary.get("cpus") or {}).get("effective"), "status": summary["status"],
                  "valid": summary["valid"], "invalid_reason": summary.get("invalid_reason")}
         for name, value in sorted(summary["metrics"].items()):
             rows.append({**facts, **point, "metric": name, "value": value,

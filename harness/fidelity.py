@@ -10,6 +10,7 @@ model, cores) and scale; the table says when they are not.
 
 from __future__ import annotations
 
+from . import cpus
 from .analyze import analyze_run
 from .metrics import PHASES, all_metrics
 from .rundir import Run, latest_complete_run
@@ -26,9 +27,11 @@ def _baseline_group(summary: dict, variant: str) -> dict | None:
 def not_comparable(reference: Run, upstream: Run) -> str | None:
     """Why two runs' numbers are not comparable (None if they are)."""
     ra, ua = reference.metadata, upstream.metadata
+    hosts = [{"cpu_model": (m.get("host") or {}).get("cpu_model"), "cores": cpus.host_usable(m.get("host") or {})}
+             for m in (ra, ua)]
     for key in ("cpu_model", "cores"):
-        if (ra.get("host") or {}).get(key) != (ua.get("host") or {}).get(key):
-            return f"different hosts ({key}: {(ra.get('host') or {}).get(key)} vs {(ua.get('host') or {}).get(key)})"
+        if hosts[0][key] != hosts[1][key]:
+            return f"different hosts ({key}: {hosts[0][key]} vs {hosts[1][key]})"
     if ra.get("scale") != ua.get("scale"):
         return f"different scales ({ra.get('scale')} vs {ua.get('scale')})"
     if ra.get("provider") != ua.get("provider"):

@@ -82,7 +82,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, upstream
+from . import REPO_ROOT, SCHEMA_VERSION, cpus, upstream
 from .catalogue import list_papers, load_paper
 from .errors import HarnessError
 from .rundir import Run, read_json, run_cores, write_json
@@ -467,7 +467,7 @@ def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: 
             stored = Run.open(run)
             if (stored.metadata.get("regress") or {}).get("build_key") != commit.get("build_key"):
                 continue  # built with another patch series (or toolchain): not this build's sample
-            if run_cores(stored) != len(os.sched_getaffinity(0)):
+            if run_cores(stored) != len(cpus.usable()):
                 continue  # its points ran on other cores than the harness may use now (e.g. confined to one)
             values = samples(run, metric)
             if len(values) >= repeat:
@@ -577,7 +577,7 @@ def regress(system: str, experiment_name: str, commits: str | None = None, repea
            "min_points": min_points(), "repo": str(repo), "repository": tracked.get("repository"),
            "variant": tracked.get("variant"), "metric_option": chosen_metric, "driver": experiment["driver"],
            "commits_spec": commits or f"--tags {tags}", "fresh": fresh,
-           "load_average_start": os.getloadavg(), "cores": len(os.sched_getaffinity(0)), "commits": []}
+           "load_average_start": os.getloadavg(), "cores": len(cpus.usable()), "commits": []}
 
     by_key = {}  # commits with one key built identical binaries: one sample (or one reason) serves them all
 

@@ -27,7 +27,7 @@ from .figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's A
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import fidelity, systems  # noqa: E402
+from . import cpus, fidelity, systems  # noqa: E402
 from .analyze import EXTRAPOLATION_CAVEAT, analyze_pool, claim_band  # noqa: E402
 from .catalogue import load_paper  # noqa: E402
 from .metrics import all_metrics  # noqa: E402
@@ -212,7 +212,7 @@ def caption(run_meta: dict, summary: dict, resolved: dict, cores=None) -> str:
     which = (f"{len(runs)} runs pooled ({', '.join(runs)}; newest {run_meta['status']})" if pooled
              else f"run {run_meta['run_id']} ({run_meta['status']})")
     return (f"Build: {build_text(run_meta)}; provider: {run_meta.get('provider')}; "
-            f"{cores_text(host.get('cores') if cores is None else cores)} ({host.get('cpu_model')}); "
+            f"{cores_text(cpus.host_usable(host) if cores is None else cores)} ({host.get('cpu_model')}); "
             f"scale: {run_meta.get('scale')}; "
             f"{which}, {pts['complete']} of {pts['total']} points complete, "
             + ("their repetitions pooled per configuration (n in the table). " if pooled

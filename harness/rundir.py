@@ -14,7 +14,6 @@ starts (status ``running``) and rewritten when it ends with ``complete``,
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import os
 import platform
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from . import REPO_ROOT, SCHEMA_VERSION
+from . import REPO_ROOT, SCHEMA_VERSION, cpus
 from .errors import HarnessError, Interrupted
 
 STATUSES = ("running", "complete", "failed", "interrupted")
@@ -96,7 +95,7 @@ def host_facts() -> dict:
             if line.startswith("MemTotal:"):
                 memory = int(line.split()[1]) * 1024
                 break
-    return {"cpu_model": model, "cores": os.cpu_count(), "memory_bytes": memory,
+    return {"cpu_model": model, "cpus_online": os.cpu_count(), "cpus_usable": len(cpus.usable()), "memory_bytes": memory,
             "kernel": platform.release(), "os": platform.system(), "machine": platform.machine()}
 
 
@@ -375,8 +374,8 @@ def configuration(run: "Run") -> dict:
 
 def run_cores(run: "Run", resolved: dict | None = None) -> int | list[int] | None:
     """The cores a run's points ran on: the effective CPUs their processes were allowed, read back from
-    the hosts (``point_cpus``; one value, or the sorted values where points differ, e.g. a ``cpus``
-    sweep). Where no point recorded them: the ``cpus`` parameter's values, else the host's cores.
+    the hosts (``cpus.of_point``; one value, or the sorted values where points differ, e.g. a ``cpus``
+    sweep). Where no point recorded them: the ``cpus`` parameter's values, else the host's usable CPUs.
 
     Read back even without the ``cpus`` parameter: a process can be confined by something the harness
     did not ask for (Mitogen's strategy pinned every component to one CPU of two), and such a run must
@@ -384,37 +383,12 @@ def run_cores(run: "Run", resolved: dict | None = None) -> int | list[int] | Non
     resolved = resolved if resolved is not None else run.stored("resolved")
     fixed = (resolved.get("parameters") or {}).get("cpus")
     asked = (resolved.get("sweep") or {}).get("cpus") or (fixed.get("value") if isinstance(fixed, dict) else fixed)
-    effective = sorted({cpus["effective"] for point in sorted((run.path / "points").iterdir())
-                        if (cpus := point_cpus(point))}) if (run.path / "points").is_dir() else []
+    effective = sorted({ran["effective"] for point in sorted((run.path / "points").iterdir())
+                        if (ran := cpus.of_point(point))}) if (run.path / "points").is_dir() else []
     if not effective and asked is None:
-        return (run.metadata.get("host") or {}).get("cores")
+        return cpus.host_usable(run.metadata.get("host") or {})
     values = effective or (asked if isinstance(asked, list) else [asked])
     return values[0] if len(values) == 1 else values
-
-
-def cpu_set(text: str) -> set[int]:
-    """The CPUs of a kernel CPU list (``/proc/<pid>/status`` Cpus_allowed_list), e.g. ``0-2,5`` -> {0, 1, 2, 5}."""
-    out: set[int] = set()
-    for part in filter(None, str(text).strip().split(",")):
-        low, _, high = part.partition("-")
-        out.update(range(int(low), int(high or low) + 1))
-    return out
-
-
-def point_cpus(point_dir: Path) -> dict | None:
-    """The CPUs each process a point started was allowed, as read back from its host when it started
-    (``raw/<host>/affinity_<name>.csv`` of the process role), and the point's ``effective`` CPUs: the most
-    CPUs the processes of any one host could use together. None when nothing was recorded (a point run
-    before the record existed, or a test double's)."""
-    processes, per_host = {}, {}
-    for path in sorted(Path(point_dir).glob("raw/*/affinity_*.csv")):
-        with open(path, newline="", encoding="utf-8") as f:
-            for row in csv.DictReader(f):
-                processes[f"{path.parent.name}/{row['component']}"] = row["cpus_allowed_list"]
-                per_host.setdefault(path.parent.name, set()).update(cpu_set(row["cpus_allowed_list"]))
-    if not per_host:
-        return None
-    return {"effective": max(len(c) for c in per_host.values()), "processes": processes}
 
 
 def _build_difference(a: dict, b: dict) -> str:

@@ -35,14 +35,14 @@ from pathlib import Path
 
 import yaml
 
-from . import analyze, systems, validity
+from . import analyze, cpus, systems, validity
 from .collect import convert_point
 from .deploy import role_defaults, run_playbook
 from .errors import HarnessError, Interrupted
 from .plan import Point
 from .progress import PlaybookPhases, Progress
 from .providers import THIS_MACHINE
-from .rundir import Run, cpu_set, point_cpus, write_json
+from .rundir import Run, write_json
 from .timing import playbook_times, point_timing, timings_path
 from .watch import PointWatch, WatchFailure
 
@@ -90,17 +90,16 @@ def role_variables(point: Point, companions: list[str] = (), systems_dir: Path |
     return out
 
 
-def cpus_mismatch(point_dir: Path, parameters: dict, provider: str | None) -> str | None:
-    """Why the CPUs a point's components could use, as read back (``rundir.point_cpus``), are not those
+def cpus_mismatch(read: dict | None, parameters: dict, provider: str | None) -> str | None:
+    """Why the CPUs a point's components could use, as read back (``cpus.read_back``), are not those
     it was to run on: the ``cpus`` asked for, else, where the hosts are this machine, every CPU the harness
     may use. None when they are, or nothing was read back. A harness setting that confines the components
     changes what is measured without a word (Mitogen's strategy pinned them all to one CPU of two)."""
-    read = point_cpus(point_dir)
     asked = parameters.get("cpus")
-    expected = int(asked) if asked else (len(os.sched_getaffinity(0)) if provider in THIS_MACHINE else None)
+    expected = int(asked) if asked else (len(cpus.usable()) if provider in THIS_MACHINE else None)
     if not read or expected is None or read["effective"] == expected:
         return None
-    odd = [f"{name} {cpus}" for name, cpus in sorted(read["processes"].items()) if len(cpu_set(cpus)) != expected]
+    odd = [f"{name} {allowed}" for name, allowed in sorted(read["processes"].items()) if len(cpus.cpu_set(allowed)) != expected]
     why = f"cpus={asked} was asked for" if asked else f"the harness may use {expected} CPUs of this machine"
     return (f"cpus: the components could use {read['effective']} CPU(s) together, but {why} (read back: "
             + ", ".join(odd[:5]) + (f" and {len(odd) - 5} more" if len(odd) > 5 else "") + ")")
@@ -197,6 +196,7 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
     started = time.monotonic()
     load_at_start = controller_load_1min()
     status, reason, log, interrupted, watched = "complete", None, None, None, None
+    ran_on = None
     try:
         watch.start()
         run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=timeout,
@@ -226,7 +226,8 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
         converting = time.monotonic()
         convert_point(point_dir)
         collect_s = time.monotonic() - converting
-        confined = cpus_mismatch(point_dir, point.parameters, run.metadata.get("provider"))
+        ran_on = cpus.read_back(point_dir)  # read once; the summary stores it
+        confined = cpus_mismatch(ran_on, point.parameters, run.metadata.get("provider"))
         if confined and status == "complete":
             status, reason = "failed", confined
     wall_s = time.monotonic() - started
@@ -234,7 +235,7 @@ def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, 
                                    for name in ("run", "teardown")}, collect_s)
     extra = {"duration_s": round(wall_s, 3), "log": log, "timing": timing,
              "load_average_1min": {"start": load_at_start, "end": controller_load_1min(), "where": "controller"},
-             **({"watch": watched.record()} if watched else {})}
+             **({"watch": watched.record()} if watched else {}), **({"cpus": ran_on} if ran_on else {})}
     summary = analyze.point_summary(point_dir, point.to_dict(), status, reason, extra)
     if interrupted:
         raise interrupted

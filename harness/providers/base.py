@@ -19,12 +19,12 @@ link's proxy can stand in for it).
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from pathlib import Path
 
 import yaml
 
+from .. import cpus as host_cpus
 from ..errors import HarnessError
 
 
@@ -107,7 +107,7 @@ class Provider(ABC):
         """Why points asking for ``cpus`` CPUs (the parameter; None: unset) cannot have them on this
         provider's hosts; empty when they can. Local and netns hosts are this machine: the CPUs this
         process may run on (the process role pins each component to the first ``cpus`` of them)."""
-        allowed = sorted(os.sched_getaffinity(0))
+        allowed = host_cpus.usable()
         if cpus and cpus > len(allowed):
             return [f"cpus={cpus}: the {self.name} provider's hosts are this machine, which lets the run use "
                     f"{len(allowed)} CPUs ({','.join(map(str, allowed))})"]

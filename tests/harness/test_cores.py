@@ -248,6 +248,7 @@ def test_smoke_reproduction_with_one_cpu_reads_back_one_cpu_per_process(tmp_path
 
 def test_a_point_whose_components_read_back_other_cpus_than_intended_names_them(tmp_path):
     """runner.cpus_mismatch on a point's affinity_*.csv as the process role writes them."""
+    from harness.cpus import read_back as read
     from harness.runner import cpus_mismatch
     allowed = len(os.sched_getaffinity(0))
     host = tmp_path / "raw" / "localhost"
@@ -258,16 +259,16 @@ def test_a_point_whose_components_read_back_other_cpus_than_intended_names_them(
             (host / f"affinity_{name}.csv").write_text(f'component,pid,cpus_allowed_list\n{name},7,"{cpus}"\n')
 
     everything = "0" if allowed == 1 else f"0-{allowed - 1}"
-    assert cpus_mismatch(tmp_path, {}, "local") is None                      # nothing read back
+    assert cpus_mismatch(read(tmp_path), {}, "local") is None                      # nothing read back
     read_back(peer=everything, orderer=everything)
-    assert cpus_mismatch(tmp_path, {}, "local") is None
-    assert cpus_mismatch(tmp_path, {"cpus": allowed}, "local") is None
+    assert cpus_mismatch(read(tmp_path), {}, "local") is None
+    assert cpus_mismatch(read(tmp_path), {"cpus": allowed}, "local") is None
     read_back(peer="0", orderer="0")                                         # as Mitogen's pinning left them
     if allowed > 1:
-        why = cpus_mismatch(tmp_path, {}, "local")
+        why = cpus_mismatch(read(tmp_path), {}, "local")
         assert why.startswith(f"cpus: the components could use 1 CPU(s) together, but the harness may use {allowed}")
         assert 'localhost/orderer 0, localhost/peer 0' in why
-        assert cpus_mismatch(tmp_path, {}, "ssh") is None                    # another machine's CPUs: no basis
-    assert cpus_mismatch(tmp_path, {"cpus": 1}, "ssh") is None
-    why = cpus_mismatch(tmp_path, {"cpus": 2}, "ssh")
+        assert cpus_mismatch(read(tmp_path), {}, "ssh") is None                    # another machine's CPUs: no basis
+    assert cpus_mismatch(read(tmp_path), {"cpus": 1}, "ssh") is None
+    why = cpus_mismatch(read(tmp_path), {"cpus": 2}, "ssh")
     assert why.startswith("cpus: the components could use 1 CPU(s) together, but cpus=2 was asked for")

@@ -81,7 +81,7 @@ def test_export_writes_every_pooled_measurement_and_claim_as_parquet_and_csv(roo
     assert len(tps) == 24 and set(tps.unit) == {"tx/s"} and 3000 not in set(tps.value)
     row = tps.iloc[0]
     assert row.build_kind == "reference" and row.commit == "a" * 40 and row.scale == "paper"
-    assert row.host_cores == 2 and row.cpu_model == "Test CPU" and json.loads(row.sweep) in (
+    assert row.host_cpus_usable == 2 and row.cpu_model == "Test CPU" and json.loads(row.sweep) in (
         {"batch_timeout_ms": 100}, {"batch_timeout_ms": 200})
     claims = tables["claims"].set_index("claim")
     assert claims.loc["c2", "verdict"] == "not comparable"

@@ -36,7 +36,7 @@ def test_create_writes_inputs_metadata_and_latest(tmp_path):
     assert run.path.parent == tmp_path / "mini" / "bench"
     meta = json.loads((run.path / "metadata.json").read_text())
     assert meta["status"] == "running" and meta["schema_version"] == SCHEMA_VERSION
-    assert {"cpu_model", "cores", "memory_bytes", "kernel"} <= set(meta["host"])
+    assert {"cpu_model", "cpus_online", "cpus_usable", "memory_bytes", "kernel"} <= set(meta["host"])
     assert "python" in meta["tool_versions"]
     assert yaml.safe_load((run.path / "experiment.yaml").read_text())["schema_version"] == SCHEMA_VERSION
     assert (tmp_path / "mini" / "bench" / "latest").resolve() == run.path
