@@ -210,6 +210,21 @@ def verify(c, run_dir=None, point=None):
         raise Exit(code=1)
 
 
+@task(help={"system": "the system whose command it is, e.g. bftsmart-orderer",
+            "name": "the command (without it: every system's commands are listed)",
+            "args": "the command's arguments, as one string: --args \"OUT --clients 16\""})
+def system_command(c, system=None, name=None, args=""):
+    """Run a system's own command (its plugin's ``commands`` hook), e.g. a microbenchmark of its library."""
+    from harness import system_commands, systems
+    if not (system and name):
+        for (owner, command), spec in sorted(_guard(systems.commands).items()):
+            print(f"{owner} {command}: {spec.help}")
+        return
+    code = _guard(system_commands.run, system, name, args)
+    if code:
+        raise Exit(code=code)
+
+
 @task(positional=_positional("validate", "file"),
       help={"file": "a papers/*.yaml or systems/*/system.yaml file (default: all of them); "
                     "also `invoke validate FILE`"})

@@ -26,10 +26,11 @@ import math
 import statistics
 from pathlib import Path
 
-from . import SCHEMA_VERSION, cpus, stats, timing, validity
+from . import SCHEMA_VERSION, cpus, stats, systems, timing, validity
+from .claims import claim_band, is_range, names_several, param_matches
 from .collect import load_measured, load_point, raw_tables, tables_differ
 from .errors import HarnessError
-from .metrics import all_metrics, compute_all
+from .metrics import METRICS, Metric
 from .rundir import Run, read_json, select_runs, write_json
 
 VERDICTS = (stats.REPRODUCED, stats.NOT_REPRODUCED, stats.INCONCLUSIVE, "not comparable")
@@ -40,6 +41,26 @@ def _clean(value):
     if isinstance(value, float):
         return None if not math.isfinite(value) else float(f"{value:.6g}")
     return value
+
+
+def all_metrics() -> dict[str, Metric]:
+    """The core's ``METRICS`` and every system's (``harness.systems``), by key: the name, or
+    ``name@first table`` where a system measures a metric the core also has from its own tables
+    (BFT-SMaRt's orderer throughput from its logs); ``compute_all`` reports either by its name."""
+    out = dict(METRICS)
+    for m in systems.metrics():
+        out[m.name if m.name not in out else f"{m.name}@{m.tables[0]}"] = m
+    return out
+
+
+def compute_all(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """Every metric of ``all_metrics()`` whose tables are present and non-empty, by name."""
+    out = {}
+    for m in all_metrics().values():
+        if all(t in tables and len(tables[t]) for t in m.tables):
+            out[m.name] = m.compute(*(tables[t] for t in m.tables),
+                                    **{t: tables[t] for t in m.optional if t in tables and len(tables[t])})
+    return out
 
 
 def point_summary(point_dir: Path, point: dict, status: str, reason: str | None = None,
@@ -134,44 +155,10 @@ def aggregate(runs: dict[str, list[dict]]) -> list[dict]:
     return out
 
 
-def is_range(wanted) -> bool:
-    """Whether a claim's parameter value is a range (``{min: A, max: B}``, either end optional)."""
-    return isinstance(wanted, dict) and bool(wanted) and set(wanted) <= {"min", "max"}
-
-
-def names_several(wanted) -> bool:
-    """Whether a claim's parameter value stands for several values: a range or a list (docs/catalogue.md)."""
-    return is_range(wanted) or isinstance(wanted, list)
-
-
-def param_matches(value, wanted) -> bool:
-    """Whether a point's parameter ``value`` is what a claim asks for: inside a range (ends included), one
-    of a list, else equal."""
-    if is_range(wanted):
-        return value is not None and wanted.get("min", value) <= value <= wanted.get("max", value)
-    if isinstance(wanted, list):
-        return value in wanted
-    return value == wanted
-
-
 def _matches(group: dict, variant: str, params: dict | None) -> bool:
     if group["variant"] != variant:
         return False
     return all(param_matches(group["sweep"].get(k), v) for k, v in (params or {}).items() if k in group["sweep"])
-
-
-def claim_band(claim: dict) -> tuple[float, float, str]:
-    """The values a claim's measurement may take to reproduce it (its expected value, tolerance and bound) and its text."""
-    expected = claim["expected"]
-    tolerance = claim.get("tolerance") or {}
-    margin = max(abs(expected) * tolerance.get("relative", 0), tolerance.get("absolute", 0))
-    bound = claim.get("bound")
-    low, high = expected - margin, expected + margin
-    if bound == "lower":
-        return low, math.inf, f"≥ {low:.4g}"
-    if bound == "upper":
-        return -math.inf, high, f"≤ {high:.4g}"
-    return low, high, f"[{low:.4g}, {high:.4g}]"
 
 
 def _side(claim: dict, side: str | None, experiment: dict, groups: list[dict], context: dict):

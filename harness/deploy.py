@@ -22,7 +22,7 @@ from typing import Callable
 from . import REPO_ROOT
 from .errors import HarnessError
 from .timing import mark_playbook, timings_path
-from .tools import require_tool
+from .tools import ansible_strategy, require_tool
 
 PLAYBOOKS = REPO_ROOT / "playbooks"
 SYSTEMS = REPO_ROOT / "systems"
@@ -63,24 +63,8 @@ def playbook_path(playbook: str) -> Path:
 CALLBACKS = PLAYBOOKS / "callback_plugins"
 
 
-#: Ansible's strategies the harness runs playbooks with (``FABRICREPRO_ANSIBLE_STRATEGY``; the first is the
-#: default). Mitogen's keeps one Python interpreter per host for the whole playbook, where Ansible's own
-#: starts a fresh one for every module call: on 2 shared cores a small task took ~0.35 s with Ansible's
-#: and ~0.08 s with Mitogen's, and a Table I point has about a hundred of them (docs/architecture.md).
-#: ``mitogen_unpinned`` is Mitogen's linear strategy without its CPU pinning, which the components
-#: inherited (playbooks/strategy_plugins/mitogen_unpinned.py).
-ANSIBLE_STRATEGIES = ("mitogen_unpinned", "linear")
-
 #: The harness's strategy plugins.
 STRATEGIES = PLAYBOOKS / "strategy_plugins"
-
-
-def ansible_strategy() -> str:
-    """The strategy playbooks run with: ``FABRICREPRO_ANSIBLE_STRATEGY``, else Mitogen's, unpinned."""
-    strategy = os.environ.get("FABRICREPRO_ANSIBLE_STRATEGY") or ANSIBLE_STRATEGIES[0]
-    if strategy not in ANSIBLE_STRATEGIES:
-        raise HarnessError(f"FABRICREPRO_ANSIBLE_STRATEGY={strategy}: use one of {', '.join(ANSIBLE_STRATEGIES)}")
-    return strategy
 
 
 def _strategy_env() -> dict:

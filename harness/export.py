@@ -20,11 +20,11 @@ from pathlib import Path
 import pandas as pd
 
 from . import SCHEMA_VERSION, cpus
-from .analyze import analyze_pool, claim_band
+from .analyze import all_metrics, analyze_pool
+from .claims import claim_band
 from .catalogue import load_paper
 from .collect import write_table
 from .errors import HarnessError
-from .metrics import all_metrics
 from .rundir import Run, build_identity, read_json, select_runs
 
 MEASUREMENT_COLUMNS = ("paper", "experiment", "variant", "sweep", "repetition", "point", "run_id", "build_kind",

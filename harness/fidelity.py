@@ -11,8 +11,8 @@ model, cores) and scale; the table says when they are not.
 from __future__ import annotations
 
 from . import cpus
-from .analyze import analyze_run
-from .metrics import PHASES, all_metrics
+from .analyze import all_metrics, analyze_run
+from .metrics import PHASES
 from .rundir import Run, latest_complete_run
 
 #: Metrics compared, in the order shown.

@@ -13,7 +13,9 @@ Raw tables (see docs/results-format.md):
 Blocks without transactions (the genesis and other config blocks) are left out
 of every block metric. Only valid transactions count as throughput. ``METRICS``
 names each metric of the core with its unit, each system's plugin adds its own
-(``all_metrics``); ``analyze`` computes every metric whose tables a point has.
+(``analyze.all_metrics``), and ``analyze`` computes every metric whose tables a
+point has. This module imports nothing of the harness: systems use its functions
+through ``harness.plugin_api``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import pandas as pd
-
-from . import systems
 
 NS_PER_S = 1e9
 NS_PER_MS = 1e6
@@ -205,23 +205,3 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
              f"mean per-block time of the {phase.replace('_', ' ')} phase")
       for phase in PHASES),
 )}
-
-
-def all_metrics() -> dict[str, Metric]:
-    """The core's ``METRICS`` and every system's (``harness.systems``), by key: the name, or
-    ``name@first table`` where a system measures a metric the core also has from its own tables
-    (BFT-SMaRt's orderer throughput from its logs); ``compute_all`` reports either by its name."""
-    out = dict(METRICS)
-    for m in systems.metrics():
-        out[m.name if m.name not in out else f"{m.name}@{m.tables[0]}"] = m
-    return out
-
-
-def compute_all(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
-    """Every metric of ``all_metrics()`` whose tables are present and non-empty, by name."""
-    out = {}
-    for m in all_metrics().values():
-        if all(t in tables and len(tables[t]) for t in m.tables):
-            out[m.name] = m.compute(*(tables[t] for t in m.tables),
-                                    **{t: tables[t] for t in m.optional if t in tables and len(tables[t])})
-    return out

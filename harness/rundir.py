@@ -114,7 +114,7 @@ def tool_versions() -> dict:
     import pandas
     import pyarrow
 
-    from .deploy import ansible_strategy
+    from .tools import ansible_strategy
     return {
         "python": sys.version.split()[0],
         "pandas": pandas.__version__,

@@ -1,130 +1,44 @@
-"""Systems under test as plugins: one folder each under ``systems/``, found by discovery.
+"""The plugin loader: systems under test, one folder each under ``systems/``, found by discovery.
 
 A system's folder holds everything specific to it (docs/adding-a-system.md):
-``system.yaml`` (switches, reference build), ``upstream.yaml`` (recipe) and
-``patches/``, ``validity.yaml``, its playbooks and the roles only it uses,
-parsers of its programs' output, its metrics and report parts, its tests, and
-``plugin.py``: a class ``Plugin`` deriving from ``SystemPlugin`` that
-overrides the hooks it needs. Every hook has one signature and a default that
-adds nothing, so a system without code needs no ``plugin.py``.
+``system.yaml`` (switches, reference build, the system it extends, its setup),
+``upstream.yaml`` (recipe) and ``patches/``, ``validity.yaml``, its playbooks
+and the roles only it uses, parsers of its programs' output, its metrics and
+report parts, its tests, and ``plugin.py``: a class ``Plugin`` deriving from
+``harness.plugin_api.SystemPlugin`` that overrides the hooks it needs. A
+system's code imports nothing of the harness but ``harness.plugin_api``.
 
-A system built on another names it in ``system.yaml`` (``baseline``) and its
-``Plugin`` derives from the base's (``plugin_class(base)``), so it inherits
-the base's hooks and adds to them.
+A system built on another names it once, as ``extends`` in ``system.yaml``:
+its plugin is put over the base's (``super()`` in a hook reaches the base's),
+and its validity rules over the base's (harness/validity.py). A plugin that
+defines a public name that is not a hook, or a hook with other parameters than
+the specification's, is refused when it loads.
 
 The core never names a system: it asks this module for every system's tables,
-metrics and report parts, for the role variables of the systems a point runs,
-and for the component build kinds of the upstream recipes.
+metrics, report parts, commands and build kinds, and for the role variables of
+the systems a point runs.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-import json
+import inspect
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 import yaml
 
 from . import REPO_ROOT
 from .errors import HarnessError
+from .plugin_api import HOOKS, BuildKind, Command, IndependentCheck, ReportPart, SystemPlugin, Table
 
 SYSTEMS_DIR = REPO_ROOT / "systems"
 
 #: Parent of every system's plugin package: ``fabricrepro_systems.<name with _ for - and .>``.
 PACKAGE = "fabricrepro_systems"
-
-
-@dataclass(frozen=True)
-class Table:
-    """A raw table of a point, stored as ``<name>.parquet`` (docs/results-format.md).
-
-    Either read from the CSVs the hosts wrote (``raw/<host>/<name>.csv`` with
-    exactly ``columns``; ``rename`` gives units; ``strings`` are the text
-    columns, every other column is int64), or made by ``parse`` from the
-    point directory (a program's own log): it returns the table, or None when
-    the point has nothing for it. A CSV table with a ``block_number`` column
-    is cut to the measured window.
-    """
-    name: str
-    columns: tuple[str, ...] = ()
-    rename: dict = field(default_factory=dict)
-    strings: frozenset = frozenset()
-    parse: Callable | None = None
-
-    @property
-    def per_block(self) -> bool:
-        return self.parse is None and "block_number" in self.columns
-
-
-@dataclass(frozen=True)
-class BuildKind:
-    """A way to build an upstream recipe's component (``components.<name>.build.kind``).
-
-    ``build(system, name, tree, spec, source, log)`` builds the fetched tree in
-    place and returns what else it fetched (or None); ``toolchain()`` says
-    which toolchain builds it (part of the build's cache key); ``tools`` are
-    the programs it runs (checked before a run, ``harness.preflight``).
-    """
-    build: Callable
-    toolchain: Callable[[], str]
-    tools: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class IndependentCheck:
-    """A second source for a point's counts where its system keeps no per-transaction validation codes
-    (``evidence.<driver>.<build>.independent_check`` of its ``validity.yaml``, docs/validity.md).
-
-    ``run(point_dir, tables)`` compares what the driver counted with something the driver did not write
-    (the receivers' blocks against the leader's count, the peers' balances after the run) and returns
-    ``(section, problems)``: ``section`` goes to the point's ``validity.independent_check``, and any
-    problem fails the point. It fails closed: evidence it needs and cannot find is a problem, never a pass.
-    """
-    name: str
-    what: str
-    run: Callable
-
-
-#: A report part (``axes.figure`` of an experiment): (experiment, summary, figure prefix, build kind, run) -> blocks.
-ReportPart = Callable[[dict, dict, str, str, object], list]
-
-
-class SystemPlugin:
-    """The hooks a system gives the core. Override what the system needs; call ``super()`` to keep a base's."""
-
-    def __init__(self, name: str, folder: Path):
-        self.name = name
-        self.folder = folder
-
-    def role_variables(self, parameters: dict) -> dict:
-        """The role variables (each role's ``defaults/main.yml``) a point's parameters set for this system's roles."""
-        return {}
-
-    def tables(self) -> list[Table]:
-        """The raw tables this system's programs write or log, with their parsers."""
-        return []
-
-    def metrics(self) -> list:
-        """The metrics (``harness.metrics.Metric``) computed over this system's tables."""
-        return []
-
-    def report_parts(self) -> dict[str, ReportPart]:
-        """Figures and judgements the report draws for an experiment naming them in ``axes.figure``."""
-        return {}
-
-    def build_kinds(self) -> dict[str, BuildKind]:
-        """Component build kinds this system's recipe uses beyond the core's (``ant``)."""
-        return {}
-
-    def independent_checks(self) -> list[IndependentCheck]:
-        """The checks that stand in for ledger codes where this system's drivers keep none."""
-        return []
 
 
 def _ident(name: str) -> str:
@@ -161,25 +75,62 @@ def _module(name: str, systems_dir: Path) -> ModuleType | None:
     return module
 
 
-def _extends(name: str, systems_dir: Path) -> str | None:
-    doc = yaml.safe_load((systems_dir / name / "system.yaml").read_text(encoding="utf-8")) or {}
-    return doc.get("baseline")
+def declaration(name: str, systems_dir: Path | None = None) -> dict:
+    """System ``name``'s ``system.yaml``."""
+    root = Path(systems_dir or SYSTEMS_DIR)
+    path = root / name / "system.yaml"
+    if not path.is_file():
+        raise HarnessError(f"unknown system {name!r}: no {path} (systems: {', '.join(names(root))})")
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def base_of(name: str, systems_dir: Path | None = None) -> str | None:
+    """The system ``name`` extends (``system.yaml`` ``extends``), or None."""
+    return declaration(name, systems_dir).get("extends")
+
+
+def lineage(name: str, systems_dir: Path | None = None) -> list[str]:
+    """``name``, the system it extends, that one's, ...; a loop is an error."""
+    out = [name]
+    while (base := base_of(out[-1], systems_dir)) is not None:
+        if base in out:
+            raise HarnessError(f"systems/{name}/system.yaml: 'extends' loops through {' -> '.join([*out, base])}")
+        out.append(base)
+    return out
+
+
+def _checked(cls: type, path: Path) -> type:
+    """``cls`` if it derives from ``SystemPlugin`` and defines hooks only, each with the specification's parameters."""
+    if not (isinstance(cls, type) and issubclass(cls, SystemPlugin)):
+        raise HarnessError(f"{path}: defines no class Plugin deriving from harness.plugin_api.SystemPlugin")
+    for attr, value in vars(cls).items():
+        if attr.startswith("_"):
+            continue
+        if attr not in HOOKS:
+            raise HarnessError(f"{path}: Plugin.{attr} is not a hook (hooks: {', '.join(HOOKS)}); "
+                               "name a helper with a leading underscore or move it to a module")
+        wanted = list(inspect.signature(getattr(SystemPlugin, attr)).parameters)
+        given = list(inspect.signature(value).parameters) if callable(value) else None
+        if given != wanted:
+            raise HarnessError(f"{path}: Plugin.{attr} takes ({', '.join(given or [])}), the hook takes "
+                               f"({', '.join(wanted)})")
+    return cls
 
 
 def plugin_class(name: str, systems_dir: Path | None = None) -> type[SystemPlugin]:
-    """The plugin class of system ``name``: its ``plugin.py``'s ``Plugin``, else its base's, else the defaults."""
+    """The plugin class of system ``name``: its ``plugin.py``'s ``Plugin`` over the plugin class of the system
+    it extends, so that ``super()`` in its hooks reaches the base's; the defaults where there is neither."""
     root = Path(systems_dir or SYSTEMS_DIR)
-    if not (root / name / "system.yaml").is_file():
-        raise HarnessError(f"unknown system {name!r}: no {root / name / 'system.yaml'} (systems: {', '.join(names(root))})")
+    lineage(name, root)  # a loop is an error before it recurses
+    base = base_of(name, root)
+    base_cls = plugin_class(base, root) if base else SystemPlugin
     module = _module(name, root)
-    if module is not None:
-        cls = getattr(module, "Plugin", None)
-        if not (isinstance(cls, type) and issubclass(cls, SystemPlugin)):
-            raise HarnessError(f"{root / name / 'plugin.py'}: defines no class Plugin deriving from "
-                               "harness.systems.SystemPlugin")
-        return cls
-    base = _extends(name, root)
-    return plugin_class(base, root) if base else SystemPlugin
+    if module is None:
+        return base_cls
+    own = _checked(getattr(module, "Plugin", None), root / name / "plugin.py")
+    if base_cls is SystemPlugin:
+        return own
+    return type(f"Plugin[{name}]", (own, base_cls), {"__module__": module.__name__})
 
 
 @functools.cache
@@ -229,24 +180,18 @@ def report_parts(systems_dir: Path | None = None) -> dict[str, ReportPart]:
     return _unique("report part", ((p.name, k, v) for p in plugins(systems_dir) for k, v in p.report_parts().items()))
 
 
+def commands(systems_dir: Path | None = None) -> dict[tuple[str, str], Command]:
+    """Every system's own commands by (system, command name); a system does not inherit its base's."""
+    out = {}
+    for p in plugins(systems_dir):
+        inherited = {c.name for b in lineage(p.name, systems_dir)[1:] for c in plugin(b, systems_dir).commands()}
+        out.update({(p.name, c.name): c for c in p.commands() if c.name not in inherited})
+    return out
+
+
 def build_kinds(systems_dir: Path | None = None) -> dict[str, BuildKind]:
     """Every system's component build kinds by name."""
     return _unique("build kind", ((p.name, k, v) for p in plugins(systems_dir) for k, v in p.build_kinds().items()))
-
-
-def point_role_settings(point_dir: Path) -> dict:
-    """The role settings a point ran with: the run's recorded role defaults (``metadata.json``
-    ``build.role_settings``), overridden by the variables the harness passed (``logs/ansible-run.vars.json``)."""
-    point_dir = Path(point_dir)
-    out: dict = {}
-    metadata = point_dir.parent.parent / "metadata.json"
-    if metadata.is_file():
-        for values in ((json.loads(metadata.read_text()).get("build") or {}).get("role_settings") or {}).values():
-            out.update(values or {})
-    run_vars = point_dir / "logs" / "ansible-run.vars.json"
-    if run_vars.is_file():
-        out.update(json.loads(run_vars.read_text()))
-    return out
 
 
 def independent_check(system: str, name: str, systems_dir: Path | None = None) -> IndependentCheck:

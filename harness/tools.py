@@ -50,3 +50,20 @@ def require_binaries(names, bin_dir: Path | None = None) -> None:
     missing = [n for n in names if not os.access(bin_dir / n, os.X_OK)]
     if missing:
         raise HarnessError(f"not built: {', '.join('bin/' + n for n in missing)}", hint="run `invoke build`")
+
+
+#: Ansible's strategies the harness runs playbooks with (``FABRICREPRO_ANSIBLE_STRATEGY``; the first is the
+#: default). Mitogen's keeps one Python interpreter per host for the whole playbook, where Ansible's own
+#: starts a fresh one for every module call: on 2 shared cores a small task took ~0.35 s with Ansible's
+#: and ~0.08 s with Mitogen's, and a Table I point has about a hundred of them (docs/architecture.md).
+#: ``mitogen_unpinned`` is Mitogen's linear strategy without its CPU pinning, which the components
+#: inherited (playbooks/strategy_plugins/mitogen_unpinned.py).
+ANSIBLE_STRATEGIES = ("mitogen_unpinned", "linear")
+
+
+def ansible_strategy() -> str:
+    """The strategy playbooks run with: ``FABRICREPRO_ANSIBLE_STRATEGY``, else Mitogen's, unpinned."""
+    strategy = os.environ.get("FABRICREPRO_ANSIBLE_STRATEGY") or ANSIBLE_STRATEGIES[0]
+    if strategy not in ANSIBLE_STRATEGIES:
+        raise HarnessError(f"FABRICREPRO_ANSIBLE_STRATEGY={strategy}: use one of {', '.join(ANSIBLE_STRATEGIES)}")
+    return strategy

@@ -115,14 +115,17 @@ def _empty_rules() -> dict:
     return {"log_patterns": [], "work": None, "evidence": {}, "sources": []}
 
 
-def load_rules(system: str, systems_dir: Path = SYSTEMS, _seen: tuple = ()) -> dict:
-    """``systems/<system>/validity.yaml`` over its base's: patterns (same name replaces), ``work``, and
-    ``evidence`` per driver (a driver the system declares replaces the base's declaration of it)."""
-    if system in _seen:
-        raise HarnessError(f"systems/{system}/validity.yaml: 'extends' loops through {' -> '.join(_seen)}")
+def load_rules(system: str, systems_dir: Path = SYSTEMS) -> dict:
+    """``systems/<system>/validity.yaml`` over that of the system it extends (``system.yaml``): patterns (same
+    name replaces), ``work``, and ``evidence`` per driver (a driver the system declares replaces the base's
+    declaration of it)."""
+    base_system = None
+    if (Path(systems_dir) / system / "system.yaml").is_file():
+        systems.lineage(system, systems_dir)  # a loop in 'extends' is an error, not a recursion
+        base_system = systems.base_of(system, systems_dir)
     path = Path(systems_dir) / system / "validity.yaml"
     if not path.is_file():
-        return _empty_rules()
+        return load_rules(base_system, systems_dir) if base_system else _empty_rules()
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as e:
@@ -132,7 +135,9 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS, _seen: tuple = ()) -> d
     if doc.get("schema_version") != RULES_SCHEMA_VERSION:
         raise HarnessError(f"{path}: schema_version {doc.get('schema_version')!r} is not supported "
                            f"(this harness reads {RULES_SCHEMA_VERSION})")
-    base = load_rules(doc["extends"], systems_dir, (*_seen, system)) if doc.get("extends") else _empty_rules()
+    if "extends" in doc:
+        raise HarnessError(f"{path}: 'extends' belongs in system.yaml, the one declaration of a system's base")
+    base = load_rules(base_system, systems_dir) if base_system else _empty_rules()
     patterns = {p["name"]: p for p in base["log_patterns"]}
     for i, p in enumerate(doc.get("log_patterns") or []):
         missing = [k for k in ("name", "regex", "meaning") if k not in p]

@@ -59,8 +59,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.errors import HarnessError
-from harness.systems import IndependentCheck, point_role_settings
+from harness.plugin_api import HarnessError, IndependentCheck, point_role_settings
 
 from . import logs
 

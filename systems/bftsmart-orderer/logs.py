@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.errors import HarnessError
+from harness.plugin_api import HarnessError
 
 _RECEIVED = re.compile(r"^Received block:\s+(\d+)\s*$", re.M)
 _QUORUM = re.compile(r"^Block #(\d+) contains a quorum of valid signatures!", re.M)

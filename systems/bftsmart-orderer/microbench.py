@@ -1,9 +1,9 @@
 """BFT-SMaRt's own throughput-latency demo on the built v1.2 library, before any figure (issue 11).
 
-Usage (root, under the network lock; about 3 minutes):
+Usage (root, under the network lock; about 3 minutes); the plugin's ``microbench`` command:
 
-    flock -o /tmp/fabricrepro-network.lock python systems/bftsmart-orderer/microbench.py OUT_DIR \
-        [--clients 16] [--ops 2000]
+    flock -o /tmp/fabricrepro-network.lock invoke system-command --system bftsmart-orderer \
+        --name microbench --args "OUT_DIR [--clients 16] [--ops 2000]"
 
 Two netns hosts: ``nodes`` runs the 4 replicas (bftsmart.demo.microbenchmarks.
 ThroughputLatencyServer, ids 0-3, the layout of its playbooks/bftsmart-microbench.yml),
@@ -20,32 +20,25 @@ import json
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from harness.plugin_api import Command, CommandTools
 
-from harness import systems, upstream  # noqa: E402
-from harness.deploy import run_playbook  # noqa: E402
-from harness.providers import netns  # noqa: E402
-
-systems.plugin_class("bftsmart-orderer")   # registers this folder as the package fabricrepro_systems.bftsmart_orderer
-from fabricrepro_systems.bftsmart_orderer import logs  # noqa: E402
+from . import logs
 
 ROLES = {"nodes": ["bftsmart_node"], "client": ["bftsmart_frontend", "bftsmart_microbench_client"]}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list, tools: CommandTools) -> int:
+    ap = argparse.ArgumentParser(prog="microbench", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--ops", type=int, default=2000, help="operations per client (half are warm-up)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     out = args.out.resolve()
     shutil.rmtree(out, ignore_errors=True)
-    build = upstream.build("bftsmart-orderer")   # release-1.2 generation: the v1.2 library built from source
+    build = tools.build_upstream("bftsmart-orderer")   # release-1.2 generation: the v1.2 library built from source
     variables = {"fabricrepro_point": "microbench", "fabricrepro_point_path": "microbench",
                  "fabricrepro_point_dir": str(out), "fabricrepro_controller_dir": str(out / "controller"),
                  "fabricrepro_switches": {}, "fabricrepro_stop_order": ["bftsmart_microbench"],
@@ -53,13 +46,13 @@ def main() -> int:
                  "bftsmart_microbench_clients": args.clients, "bftsmart_microbench_ops_per_client": args.ops}
     started = time.time()
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    with netns.NetnsCluster(out / "netns", list(ROLES), roles=ROLES) as cluster:
+    with tools.netns_cluster(out / "netns", list(ROLES), roles=ROLES) as cluster:
         cluster.write_inventory()
         try:
-            run_playbook("bftsmart-microbench.yml", cluster.inventory_path, variables, out / "logs" / "run.log",
+            tools.run_playbook("bftsmart-microbench.yml", cluster.inventory_path, variables, out / "logs" / "run.log",
                          timeout=900)
         finally:
-            run_playbook("teardown.yml", cluster.inventory_path, variables, out / "logs" / "teardown.log",
+            tools.run_playbook("teardown.yml", cluster.inventory_path, variables, out / "logs" / "teardown.log",
                          timeout=300)
     rates = {}
     for log in sorted(out.glob("logs/*/bftsmart_microbench-[0-9].log")):
@@ -73,5 +66,5 @@ def main() -> int:
     return 0 if rates else 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+
+COMMAND = Command("microbench", "BFT-SMaRt's throughput-latency demo on the built v1.2 library (root; netns hosts)", main)

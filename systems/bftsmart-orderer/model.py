@@ -16,9 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analyze import claim_band
-from harness.errors import HarnessError
-from harness.rundir import latest_complete_run, read_json
+from harness.plugin_api import HarnessError, claim_band, latest_complete_run, read_json
 
 from .logs import latency_by
 
@@ -158,7 +156,7 @@ def judge_fig6(groups: list[dict]) -> dict[str, tuple[bool | None, str]]:
 def draw_fig6(groups: list[dict], rows: list[dict], build: str = "") -> bytes | None:
     """Fig. 6 as the paper splits it: one panel per block size, throughput at node 0 by cluster size, a bar per
     envelope size (receivers summed over if several: the paper's x axis), and Eq. 1's signing term as a dash."""
-    from harness.figure_png import FIGURE_RC, png_bytes  # matplotlib only when a report is drawn
+    from harness.plugin_api import FIGURE_RC, png_bytes  # matplotlib only when a report is drawn
     import matplotlib.pyplot as plt
 
     tp = _by(groups)
@@ -369,7 +367,7 @@ def judge_fig7(lat: dict, experiment: dict) -> tuple[dict, list[list[str]]]:
 def draw_fig7(lat: dict, labels: dict, build: str = "") -> bytes | None:
     """Fig. 7 as the paper draws it: latency at each frontend, a bar per protocol and percentile; one panel
     per block size (100 envelopes of 40 B or 4 KB)."""
-    from harness.figure_png import FIGURE_RC, png_bytes  # matplotlib only when a report is drawn
+    from harness.plugin_api import FIGURE_RC, png_bytes  # matplotlib only when a report is drawn
     import matplotlib.pyplot as plt
 
     if not lat:

@@ -1,10 +1,10 @@
 """Fabric 1.2's hooks (harness/systems.py): the variables of the shared Fabric 1.x roles.
 
-FastFabric and validation-opt build on this system (their ``system.yaml``
-``baseline``) and so inherit these variables.
+FastFabric and validation-opt extend this system (``extends`` in their ``system.yaml``)
+and so inherit these variables.
 """
 
-from harness.systems import SystemPlugin
+from harness.plugin_api import SystemPlugin
 
 
 class Plugin(SystemPlugin):

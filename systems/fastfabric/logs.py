@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.errors import HarnessError
+from harness.plugin_api import HarnessError
 
 _ROUND = re.compile(r"^fabricrepro broadcast round (\d+): sent (\d+) acknowledged (\d+) "
                     r"first_send_ns (\d+) last_ack_ns (\d+)\s*$", re.M)

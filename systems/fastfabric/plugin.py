@@ -1,11 +1,11 @@
 """FastFabric's hooks (harness/systems.py), on top of Fabric 1.2's."""
 
-from harness.systems import Table, plugin_class
+from harness.plugin_api import SystemPlugin, Table
 
 from . import logs
 
 
-class Plugin(plugin_class("fabric-1.2")):
+class Plugin(SystemPlugin):  # over fabric-1.2's (system.yaml extends)
     def role_variables(self, parameters: dict) -> dict:
         out = super().role_variables(parameters)
         # FastFabric's go-routine counts (Figs. 7, 8), where the experiment sets them.

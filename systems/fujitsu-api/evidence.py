@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.systems import IndependentCheck, point_role_settings
+from harness.plugin_api import IndependentCheck, point_role_settings
 
 #: The client's summary line: {"blocks": ..., "transactions": ..., "height": ..., "peers": {...}, "valid": ...}.
 SUMMARY_LOG = "fujitsu_api_client-blocks.out"

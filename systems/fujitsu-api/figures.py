@@ -14,7 +14,7 @@ run, and returns report blocks).
 
 from __future__ import annotations
 
-from harness.figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's Agg backend
+from harness.plugin_api import FIGURE_RC, png_bytes  # first: it selects matplotlib's Agg backend
 
 import matplotlib.pyplot as plt  # noqa: E402
 

@@ -1,8 +1,7 @@
 """The Fujitsu paper's hooks (harness/systems.py): Fabric v0.6.1's roles, its chaincode message
 table and metrics, Fig. 2's breakdown and the judgements of Sec. 5."""
 
-from harness.metrics import Metric
-from harness.systems import IndependentCheck, SystemPlugin, Table
+from harness.plugin_api import IndependentCheck, Metric, SystemPlugin, Table
 
 from . import chaincode_timing, evidence, figures
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's Agg backend
+from harness.plugin_api import FIGURE_RC, png_bytes  # first: it selects matplotlib's Agg backend
 
 import matplotlib.pyplot as plt  # noqa: E402
 

@@ -20,7 +20,7 @@ import math
 
 import pandas as pd
 
-from harness.metrics import NS_PER_MS, commit_throughput_tps, data_blocks
+from harness.plugin_api import NS_PER_MS, commit_throughput_tps, data_blocks
 
 #: Catalogue metric -> the phase-log columns it sums.
 LATENCIES = {

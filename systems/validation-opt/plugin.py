@@ -1,13 +1,12 @@
 """The validation-phase paper's hooks (harness/systems.py), on top of the Fabric 1.x roles' variables:
 the peer's phase log and its metrics, the breakdown figure, and CouchDB's release build."""
 
-from harness.metrics import Metric
-from harness.systems import BuildKind, Table, plugin_class
+from harness.plugin_api import Metric, SystemPlugin, Table
 
 from . import couchdb_release, phase_figures, phase_metrics
 
 
-class Plugin(plugin_class("fabric-1.2")):
+class Plugin(SystemPlugin):  # over fabric-1.2's (system.yaml extends)
     def tables(self) -> list[Table]:
         # the peer's phase log (patches/0003)
         return [*super().tables(),
@@ -22,6 +21,4 @@ class Plugin(plugin_class("fabric-1.2")):
         return {**super().report_parts(), "phase-breakdown": phase_figures.report_blocks}
 
     def build_kinds(self) -> dict:
-        return {**super().build_kinds(),
-                couchdb_release.KIND: BuildKind(couchdb_release.build_release, couchdb_release.erlang_version,
-                                                  tools=("erl", "make"))}
+        return {**super().build_kinds(), couchdb_release.NAME: couchdb_release.KIND}

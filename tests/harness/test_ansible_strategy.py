@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness import deploy
+from harness import deploy, tools
 from harness.errors import HarnessError
 from harness.rundir import tool_versions
 
@@ -34,7 +34,7 @@ def test_ansibles_own_on_request_and_a_typo_is_refused(monkeypatch):
 
 
 @needs_ansible
-@pytest.mark.parametrize("strategy", deploy.ANSIBLE_STRATEGIES)
+@pytest.mark.parametrize("strategy", tools.ANSIBLE_STRATEGIES)
 def test_a_started_component_may_use_every_cpu_the_harness_may(tmp_path, monkeypatch, strategy):
     """A real playbook: the process role starts a command in the background and one to completion; each
     records the CPUs it may run on (affinity_*.csv), which must be the harness's own."""

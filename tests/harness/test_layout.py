@@ -1,7 +1,10 @@
 """The architecture, checked on the sources (parsed with ``ast``, not imported):
 
+* a system's code imports nothing of the harness but ``harness.plugin_api`` (its
+  ``tests/`` excepted: tests drive the whole harness);
 * no import cycle among the harness's modules and the systems' modules, counting
-  imports inside functions too (a lazy import hides a loop, it does not break it);
+  imports inside functions too (a lazy import hides a loop, it does not break it)
+  and the plugin loader's edge: ``harness.systems`` loads every system's package;
 * no module imports another module's private name (``_x``), neither by name nor
   as an attribute of a module it imported (``analyze._band``); tests, here as
   in ``tests/``, may reach into the module they test;
@@ -115,9 +118,18 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> list[Import]:
     return [i for i in out if i.target != name]
 
 
+#: The module that loads the systems' plugins (by path, not by an import statement) and the one module
+#: a system may import: restated here, this test imports nothing it checks.
+LOADER, API = "harness.systems", "harness.plugin_api"
+
+
 def graph() -> tuple[dict[str, Path], list[Import]]:
+    """Every module and import edge, with the loader's edge to each system's package (its ``plugin.py``)."""
     known = modules()
-    return known, [i for name, path in sorted(known.items()) for i in imports(name, path, known)]
+    edges = [i for name, path in sorted(known.items()) for i in imports(name, path, known)]
+    edges += [Import(LOADER, f"{PACKAGE}.{_ident(folder)}", 0, ()) for folder in system_folders()
+              if (SYSTEMS / folder / "plugin.py").is_file()]
+    return known, edges
 
 
 def cycles(edges: list[Import]) -> list[list[str]]:
@@ -209,9 +221,23 @@ def test_no_import_cycle():
     assert not problems, "\n".join(problems)
 
 
-def is_test(path: Path) -> bool:
+def beyond_the_api(known: dict[str, Path], edges: list[Import], root: Path = ROOT) -> list[str]:
+    """Imports of harness modules other than the plugin API by a system's code (not its tests)."""
+    return [f"{known[e.source].relative_to(root)}:{e.line}: imports {e.target}" for e in edges
+            if e.source.startswith(PACKAGE + ".") and not is_test(known[e.source], root)
+            and e.target.split(".")[0] == "harness" and e.target != API]
+
+
+def test_systems_import_only_the_plugin_api():
+    known, edges = graph()
+    assert any(e.target == API for e in edges if e.source.startswith(PACKAGE + "."))
+    problems = beyond_the_api(known, edges)
+    assert not problems, "systems import harness modules other than the plugin API:\n" + "\n".join(problems)
+
+
+def is_test(path: Path, root: Path = ROOT) -> bool:
     """A system's tests (``systems/<name>/tests/``): like ``tests/``, they may reach into the module they test."""
-    return "tests" in path.relative_to(ROOT).parts
+    return "tests" in path.relative_to(root).parts
 
 
 def test_no_private_name_imported_from_another_module():
@@ -295,3 +321,22 @@ def test_the_checks_see_a_loop_a_private_import_and_a_lazy_import(tmp_path):
     assert {(e.source, e.target, e.names) for e in edges} == {("harness.a", "harness.b", ("_helper",)),
                                                               ("harness.b", "harness.a", ())}
     assert cycles(edges) == [["harness.a", "harness.b"]]
+
+
+def test_the_checks_see_a_system_reaching_past_the_api_and_the_loaders_loop(tmp_path):
+    """A made-up system importing the core's internals is caught, its tests are not; the loader's edge
+    closes a loop through a core module that imports the loader."""
+    folder = tmp_path / "systems" / "toy" / "tests"
+    folder.mkdir(parents=True)
+    (folder.parent / "plugin.py").write_text("from harness.plugin_api import Table\nfrom harness import analyze\n")
+    (folder / "test_toy.py").write_text("from harness import analyze\n")
+    (tmp_path / "api.py").write_text("from . import analyze\n")
+    (tmp_path / "analyze.py").write_text("from . import systems\n")
+    (tmp_path / "systems.py").write_text("")
+    known = {f"{PACKAGE}.toy": folder.parent / "plugin.py", f"{PACKAGE}.toy.tests.test_toy": folder / "test_toy.py",
+             API: tmp_path / "api.py", "harness.analyze": tmp_path / "analyze.py", LOADER: tmp_path / "systems.py"}
+    edges = [i for name, path in known.items() for i in imports(name, path, known)]
+    assert beyond_the_api(known, edges, tmp_path) == ["systems/toy/plugin.py:2: imports harness.analyze"]
+    assert not cycles(edges)
+    edges.append(Import(LOADER, f"{PACKAGE}.toy", 0, ()))  # the loader's edge, as graph() adds it
+    assert cycles(edges) == [sorted([API, "harness.analyze", LOADER, f"{PACKAGE}.toy"])]

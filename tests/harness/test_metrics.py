@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness import metrics
+from harness import analyze, metrics
 from harness.collect import read_csv, tables as all_tables
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -23,12 +23,12 @@ def tables():
 #: Metrics over the CSV tables (the core's and the systems'); those over tables parsed from programs' logs
 #: (BFT-SMaRt's) are checked on golden logs in their system's tests.
 LOG_TABLES = {name for name, t in all_tables().items() if not t.columns}
-CSV_METRICS = sorted(k for k, m in metrics.all_metrics().items() if not set(m.tables) & LOG_TABLES)
+CSV_METRICS = sorted(k for k, m in analyze.all_metrics().items() if not set(m.tables) & LOG_TABLES)
 
 
 @pytest.mark.parametrize("name", CSV_METRICS)
 def test_metric_matches_golden(tables, name):
-    assert metrics.compute_all(tables)[name] == pytest.approx(EXPECTED[name], rel=1e-9)
+    assert analyze.compute_all(tables)[name] == pytest.approx(EXPECTED[name], rel=1e-9)
 
 
 def test_every_metric_has_a_golden_value():
@@ -77,5 +77,5 @@ def test_transactions_are_matched_by_id_and_invalid_ones_excluded(tables):
     invalid.loc[invalid["tx_id"] == "c", "validation_code"] = "MVCC_READ_CONFLICT"
     matched = metrics.tx_commit_times(tables["txs"], tables["deliveries"], invalid)
     assert sorted(matched["tx_id"]) == ["a", "b", "d"]
-    assert metrics.compute_all({**tables, "block_txs": invalid})["tx_latency_p99_ms"] == pytest.approx(
+    assert analyze.compute_all({**tables, "block_txs": invalid})["tx_latency_p99_ms"] == pytest.approx(
         20 + 0.98 * (39 - 20))

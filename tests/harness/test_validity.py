@@ -167,16 +167,29 @@ def test_planned_conflicts_are_forgiven_only_as_many_times_as_mutations_were_rec
 
 
 def test_rules_extend_their_base_and_refuse_bad_files(tmp_path):
+    """The base is the one system.yaml declares (``extends``); validity.yaml may not declare another."""
     (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "system.yaml").write_text("id: base\n")
     (tmp_path / "base" / "validity.yaml").write_text(
         "schema_version: 1\nlog_patterns:\n  - {name: a, regex: 'A', meaning: base}\n"
         "work: {verifies_per_tx: 2}\nevidence:\n  d: {upstream: {codes: none, counts: blocks}}\n")
     (tmp_path / "child").mkdir()
+    (tmp_path / "child" / "system.yaml").write_text("id: child\nextends: base\n")
     (tmp_path / "child" / "validity.yaml").write_text(
-        "schema_version: 1\nextends: base\nlog_patterns:\n  - {name: b, regex: 'B', meaning: child}\n")
+        "schema_version: 1\nlog_patterns:\n  - {name: b, regex: 'B', meaning: child}\n")
     rules = validity.load_rules("child", tmp_path)
     assert [p["name"] for p in rules["log_patterns"]] == ["a", "b"] and rules["work"]["verifies_per_tx"] == 2
     assert rules["evidence"]["d"]["upstream"]["counts"] == "blocks"
+    (tmp_path / "grandchild").mkdir()  # no validity.yaml of its own: its base's rules
+    (tmp_path / "grandchild" / "system.yaml").write_text("id: grandchild\nextends: child\n")
+    assert [p["name"] for p in validity.load_rules("grandchild", tmp_path)["log_patterns"]] == ["a", "b"]
+    (tmp_path / "base" / "system.yaml").write_text("id: base\nextends: grandchild\n")
+    with pytest.raises(HarnessError, match="'extends' loops through"):
+        validity.load_rules("child", tmp_path)
+    (tmp_path / "base" / "system.yaml").write_text("id: base\n")
+    (tmp_path / "child" / "validity.yaml").write_text("schema_version: 1\nextends: base\n")
+    with pytest.raises(HarnessError, match="'extends' belongs in system.yaml"):
+        validity.load_rules("child", tmp_path)
     assert validity.load_rules("none", tmp_path)["log_patterns"] == []
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "validity.yaml").write_text("schema_version: 1\nlog_patterns:\n  - {name: c, regex: '(', meaning: m}\n")

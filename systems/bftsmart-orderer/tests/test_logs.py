@@ -98,7 +98,7 @@ def test_point_tables_leave_out_a_log_without_reports(tmp_path):
 
 
 def test_metrics_of_the_log_tables(tmp_path):
-    from harness.metrics import compute_all
+    from harness.analyze import compute_all
     (tmp_path / "logs" / "h").mkdir(parents=True)
     (tmp_path / "logs" / "h" / "throughput_0.log").write_text(_read("throughput_3.log"))
     (tmp_path / "logs" / "h" / "bftsmart_sigbench-16t-10b.out").write_text(_read("test_signatures.out"))

@@ -195,14 +195,14 @@ def test_testnodes_output_without_a_report_is_an_error():
 
 
 def test_frontend_latency_table_and_metric(tmp_path):
-    from harness import metrics
+    from harness import analyze
     text = (FIXTURES / "testnodes_1000.log").read_text()
     for region, fid in (("oregon", 1000), ("sao-paulo", 3000)):
         (tmp_path / "logs" / region).mkdir(parents=True)
         (tmp_path / "logs" / region / f"testnodes-{fid}.log").write_text(text.replace("] 1000 //", f"] {fid} //"))
     table = logs.frontend_latency_table(tmp_path)
     assert sorted(set(zip(table["region"], table["frontend"]))) == [("oregon", 1000), ("sao-paulo", 3000)]
-    out = metrics.compute_all({"bft_frontend_latency": table})
+    out = analyze.compute_all({"bft_frontend_latency": table})
     # three reports per frontend, the first left out (the clients' start), averaged, then over the two frontends
     assert out["frontend_latency_p50_ms"] == pytest.approx((2236.752 + 21643.325) / 2)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import metrics
+from harness import analyze
 from harness.collect import convert_point, load_point
 
 FIXTURE = Path(__file__).parent / "fixtures" / "phases.csv"
@@ -28,7 +28,7 @@ def phases(tmp_path):
 
 
 def test_phase_metrics_of_the_golden_sample(phases):
-    got = metrics.compute_all({"phases": phases})
+    got = analyze.compute_all({"phases": phases})
     want = {
         # the valid transactions of blocks 6 and 7 (50 + 50) from block 5's commit (1.09 s) to block 7's (1.28 s)
         "commit_throughput_tps": 100 / 0.19,
@@ -49,7 +49,7 @@ def test_phase_metrics_of_the_golden_sample(phases):
     assert math.isclose(got["committer_busy_ratio"], (90 + 80 + 80) / 280, rel_tol=1e-9), got["committer_busy_ratio"]
     for name, value in want.items():
         assert math.isclose(got[name], value, rel_tol=1e-9), (name, got[name], value)
-    assert {metrics.all_metrics()[n].unit for n in want if n.endswith("_ms")} == {"ms"}
+    assert {analyze.all_metrics()[n].unit for n in want if n.endswith("_ms")} == {"ms"}
 
 
 def test_phase_log_with_a_wrong_header_is_refused(tmp_path):
