@@ -18,17 +18,21 @@ A verdict compares the interval with the claim's band: *reproduced* when the int
 ``repetitions_needed`` is the smallest number of repetitions whose interval, at the observed spread and
 estimate, would no longer cross the band's nearest edge.
 
-No rank test is used: with 3 repetitions a side the exact Mann–Whitney test's smallest two-sided p-value
-is 0.1, so it could never reject at 0.05 (``invoke regress`` refuses it below 4 per side for that reason).
+No rank test judges a claim: with 3 repetitions a side the exact Mann–Whitney test's smallest two-sided
+p-value is 0.1, so it could never reject at 0.05. ``invoke regress`` (docs/regress.md) compares commits with
+it, refusing fewer than 4 points per side for that reason; its test and distribution-free intervals are the
+last part of this module.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from dataclasses import dataclass
 
-#: The confidence level of every interval.
+#: The confidence level of every interval (regress's distribution-free ones: their nominal coverage, each
+#: stating the coverage its sample size reaches).
 LEVEL = 0.95
 #: Beyond this many repetitions the number needed is not searched further ("more than").
 MAX_REPETITIONS = 10_000
@@ -296,3 +300,131 @@ def log_linear_trend(samples: dict[float, dict], at: float) -> Trend | None:
                         f"trend over {', '.join(f'{c:g}' for c in cores)} cores, {TREND_MODEL}")
     return Trend(tuple(cores), statistics.fmean(a for a, _ in fits), statistics.fmean(b for _, b in fits), at,
                  estimate)
+
+
+# ----------------------------------------------------------------------------- invoke regress: rank test
+
+#: The significance level at which regress calls a change between two commits' samples.
+ALPHA = 0.05
+#: The smallest relative change of the medians regress calls a change (a smaller one may be significant).
+MIN_CHANGE = 0.10
+#: Beyond this many splits the exact distribution is replaced by the normal approximation.
+EXACT_LIMIT = 200_000
+
+def _ranks(values: list[float]) -> list[float]:
+    """Ranks 1..n, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def mann_whitney(a: list[float], b: list[float]) -> tuple[float, float]:
+    """U of ``a`` and the two-sided p-value of the Mann–Whitney U test.
+
+    Exact (every split of the pooled ranks, ties included) up to EXACT_LIMIT
+    splits, else the normal approximation with tie correction.
+    """
+    n1, n2 = len(a), len(b)
+    if not n1 or not n2:
+        raise ValueError("both samples need values")
+    ranks = _ranks(list(a) + list(b))
+    u = sum(ranks[:n1]) - n1 * (n1 + 1) / 2
+    centre = n1 * n2 / 2
+    if math.comb(n1 + n2, n1) <= EXACT_LIMIT:
+        distance = abs(u - centre)
+        total = extreme = 0
+        for idx in itertools.combinations(range(n1 + n2), n1):
+            total += 1
+            extreme += abs(sum(ranks[i] for i in idx) - n1 * (n1 + 1) / 2 - centre) >= distance - 1e-9
+        return u, extreme / total
+    n = n1 + n2
+    ties = sum(c ** 3 - c for c in (ranks.count(r) for r in set(ranks)))
+    sigma = math.sqrt(n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))))
+    z = (abs(u - centre) - 0.5) / sigma if sigma else 0.0
+    return u, min(1.0, math.erfc(z / math.sqrt(2)))
+
+
+def smallest_p(n1: int, n2: int) -> float:
+    """The smallest two-sided p-value the exact test can give with ``n1`` and ``n2`` values (no ties)."""
+    return min(1.0, 2 / math.comb(n1 + n2, n1))
+
+
+def min_points(alpha: float = ALPHA) -> int:
+    """The fewest points per side with which the exact test can call a change at ``alpha``."""
+    n = 1
+    while smallest_p(n, n) >= alpha:
+        n += 1
+    return n
+
+
+def u_counts(n1: int, n2: int) -> list[int]:
+    """How many of the C(n1+n2, n1) splits (no ties) give U = 0, 1, ..., n1*n2."""
+    # counts[i][j][u]: splits of i values of one side and j of the other with U = u (the classic recursion)
+    table = {(i, 0): [1] for i in range(n1 + 1)} | {(0, j): [1] for j in range(n2 + 1)}
+    for i in range(1, n1 + 1):
+        for j in range(1, n2 + 1):
+            # the largest value is on the second side (adds nothing) or on the first (adds j to U)
+            without, shifted = table[(i, j - 1)], [0] * j + table[(i - 1, j)]
+            size = max(len(without), len(shifted))
+            table[(i, j)] = [(without[k] if k < len(without) else 0) + (shifted[k] if k < len(shifted) else 0)
+                             for k in range(size)]
+    return table[(n1, n2)]
+
+
+def ratio_interval(before: list[float], after: list[float], level: float = LEVEL) -> dict:
+    """The ratio after/before (Hodges–Lehmann: median of the pairwise ratios) and its interval.
+
+    The bounds are the k-th smallest and largest pairwise ratios, k from the
+    exact U distribution (the interval that inverts the Mann–Whitney test),
+    so the interval holds for any distribution whose shape the commit only
+    scales. ``coverage`` is what that k reaches (the largest not above
+    1 - ``level`` excluded); with too few points there is none.
+    """
+    if min(before + after) <= 0:
+        return {"ratio": None, "why": "values not all positive"}
+    logs = sorted(math.log(b / a) for a in before for b in after)
+    counts, total = u_counts(len(before), len(after)), math.comb(len(before) + len(after), len(before))
+    k = tail = 0
+    while k < len(counts) and 2 * (tail + counts[k]) / total <= 1 - level:
+        tail += counts[k]
+        k += 1
+    out = {"ratio": round(math.exp(statistics.median(logs)), 6)}
+    if k == 0:
+        return {**out, "low": None, "high": None, "coverage": None,
+                "why": f"no interval at {level:.0%} with {len(before)} and {len(after)} points"}
+    return {**out, "low": round(math.exp(logs[k - 1]), 6), "high": round(math.exp(logs[-k]), 6),
+            "coverage": round(1 - 2 * tail / total, 4)}
+
+
+def median_interval(values: list[float], level: float = LEVEL) -> dict:
+    """The median and the order-statistic interval around it (distribution-free), with its coverage.
+
+    The widest interval, the minimum to the maximum, is used when no narrower
+    one reaches ``level`` (with 5 values it covers 93.8%): the coverage says so.
+    """
+    xs, n = sorted(values), len(values)
+    j, coverage = 1, 1 - 2 / 2 ** n
+    for cand in range(2, n // 2 + 1):
+        cov = 1 - 2 * sum(math.comb(n, i) for i in range(cand)) / 2 ** n
+        if cov < level:
+            break
+        j, coverage = cand, cov
+    return {"median": statistics.median(xs), "low": xs[j - 1], "high": xs[n - j], "coverage": round(coverage, 4)}
+
+
+def compare(before: list[float], after: list[float], alpha: float = ALPHA, min_change: float = MIN_CHANGE) -> dict:
+    """Whether ``after`` differs from ``before``: the test, its p-value, effect size and relative change."""
+    u, p = mann_whitney(before, after)
+    m0, m1 = statistics.median(before), statistics.median(after)
+    change = (m1 - m0) / m0 if m0 else math.inf
+    return {"p": round(p, 6), "u": u, "rank_biserial": round(1 - 2 * u / (len(before) * len(after)), 6),
+            "relative_change": round(change, 6), "median_before": m0, "median_after": m1,
+            "effect": ratio_interval(before, after), "changed": p < alpha and abs(change) >= min_change}

@@ -15,7 +15,7 @@ from harness import REPO_ROOT, builds, upstream
 from harness.catalogue import load_paper
 from harness.errors import HarnessError
 from harness.plan import for_build, make_plan
-from harness.regress import reference_variants
+from harness.regress.build import reference_variants
 
 PAPER = load_paper("fastfabric")
 TABLE1 = PAPER.experiment("table1-end-to-end")

@@ -18,38 +18,40 @@ import subprocess
 import pytest
 
 from harness import regress as R
+from harness import stats
+from harness.regress import build as RB, git as RG, page as RP, run as RR
 from harness.errors import HarnessError
 from harness.rundir import read_json, write_json
 
 
 def test_exact_p_values():
     # completely separated samples of 5 and 5: 2 of the 252 splits are as extreme
-    assert R.mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == (0.0, pytest.approx(2 / 252))
-    assert R.mann_whitney([1, 2, 3], [1, 2, 3])[1] == 1.0
+    assert stats.mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == (0.0, pytest.approx(2 / 252))
+    assert stats.mann_whitney([1, 2, 3], [1, 2, 3])[1] == 1.0
     # ties share ranks: {1,1,2} vs {2,3,3}
-    u, p = R.mann_whitney([1, 1, 2], [2, 3, 3])
+    u, p = stats.mann_whitney([1, 1, 2], [2, 3, 3])
     assert u == 0.5 and p == pytest.approx(0.2)
 
 
 def test_normal_approximation_for_large_samples():
     rng = random.Random(3)
     a = [rng.gauss(0, 1) for _ in range(40)]
-    assert R.mann_whitney(a, [x + 3 for x in a])[1] < 1e-6
-    assert R.mann_whitney(a, list(reversed(a)))[1] == pytest.approx(1.0, abs=0.01)
+    assert stats.mann_whitney(a, [x + 3 for x in a])[1] < 1e-6
+    assert stats.mann_whitney(a, list(reversed(a)))[1] == pytest.approx(1.0, abs=0.01)
 
 
 def test_no_change_is_called_on_noise_and_a_20pct_shift_is_found():
     rng = random.Random(7)
     draw = lambda centre: [rng.gauss(centre, 0.06 * centre) for _ in range(5)]  # 6% noise, as on shared cores
-    same = [R.compare(draw(1000), draw(1000))["changed"] for _ in range(400)]
-    assert sum(same) / len(same) <= R.ALPHA
-    shifted = [R.compare(draw(1000), draw(800))["changed"] for _ in range(200)]
+    same = [stats.compare(draw(1000), draw(1000))["changed"] for _ in range(400)]
+    assert sum(same) / len(same) <= stats.ALPHA
+    shifted = [stats.compare(draw(1000), draw(800))["changed"] for _ in range(200)]
     assert sum(shifted) / len(shifted) >= 0.8
 
 
 def test_a_significant_but_small_change_is_not_flagged():
-    out = R.compare([100, 100.5, 101, 101.5, 102], [97, 97.5, 98, 98.5, 99])
-    assert out["p"] < R.ALPHA and not out["changed"]  # 3%: below MIN_CHANGE
+    out = stats.compare([100, 100.5, 101, 101.5, 102], [97, 97.5, 98, 98.5, 99])
+    assert out["p"] < stats.ALPHA and not out["changed"]  # 3%: below MIN_CHANGE
 
 
 @pytest.fixture
@@ -76,19 +78,19 @@ def repo(tmp_path):
 
 
 def test_commits_and_build_keys(repo):
-    commits = R.commits_of(repo, "HEAD~3..HEAD")
+    commits = RG.commits_of(repo, "HEAD~3..HEAD")
     assert [c["subject"] for c in commits] == ["baseline", "docs only", "add a sleep per block",
                                              "unrelated change after it"]
     keys = [c["key"] for c in commits]
     assert keys[0] == keys[1] and len(set(keys)) == 3, "a docs-only commit shares its parent's build"
     with pytest.raises(HarnessError, match="no commits after"):
-        R.commits_of(repo, "HEAD..HEAD")
+        RG.commits_of(repo, "HEAD..HEAD")
 
 
 @pytest.fixture
 def doubles(monkeypatch, repo, tmp_path):
     """TEST DOUBLES of build and measure: throughput 1000 tx/s with 5% noise, 700 once the sleep is in."""
-    monkeypatch.setattr(R, "NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: nothing runs
+    monkeypatch.setattr(RR, "NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: nothing runs
     rng = random.Random(11)
     measured = []
 
@@ -103,8 +105,8 @@ def doubles(monkeypatch, repo, tmp_path):
         return {"values": [rng.gauss(centre, 0.05 * centre) for _ in range(repeat)], "runs": [str(store / "run")],
                 "seconds": 0.0, "reused": False}
 
-    monkeypatch.setattr(R, "build", build)
-    monkeypatch.setattr(R, "measure", measure)
+    monkeypatch.setattr(RR, "build", build)
+    monkeypatch.setattr(RR, "measure", measure)
     monkeypatch.setattr(R, "find_experiment", lambda name: ("fastfabric", {"id": "fig6", "metric": "throughput_tps",
                                                                           "driver": "committer-bench"}))
     return measured
@@ -113,7 +115,7 @@ def doubles(monkeypatch, repo, tmp_path):
 def test_bisect_finds_the_sleep_commit(doubles, repo, tmp_path):
     doc = R.regress("reference", "fig6", "HEAD~3..HEAD", repeat=5, bisect=True, repo=repo, root=tmp_path / "b",
                     results=tmp_path / "r", reports=tmp_path / "rep", log=lambda _: None)
-    first = next(c for c in R.commits_of(repo, "HEAD~3..HEAD") if c["subject"] == "add a sleep per block")
+    first = next(c for c in RG.commits_of(repo, "HEAD~3..HEAD") if c["subject"] == "add a sleep per block")
     assert doc["bisect"]["first_changed"] == first["sha"]
     # the two ends and the sleep commit; the docs-only midpoint shares the baseline's build and sample
     assert list(dict.fromkeys(doubles)) == ["baseline", "unrelated change after it", "add a sleep per block"]
@@ -162,7 +164,7 @@ def test_another_systems_series_is_shown_beside_and_not_tested(doubles, repo, tm
     other["commits"][-1] = {**other["commits"][-1], "not_measurable": "upstream build: go build ./peer failed"}
     write_json(tmp_path / "rep" / "reference" / "fig6--other" / "regress.json", other)
     doc = R.regress("reference", "fig6", tags="HEAD~3,HEAD", beside="reference/fig6--other", **common)
-    rows = R.side_by_side(doc)
+    rows = RP.side_by_side(doc)
     assert [name for name, _, _ in rows] == ["HEAD~3", "HEAD", "HEAD~1"]
     assert rows[1][2] is None and rows[2][1] is None and "vs_previous" not in doc["beside"]["commits"][0]
     summary = R.main_summary(doc)
@@ -182,7 +184,7 @@ def test_drift_in_the_machine_load_is_flagged_once_but_not_confirmed(monkeypatch
         values = [rng.gauss(500 if repeat > 1 and i < 5 else 1000, 50) for i in range(repeat)]
         return {"values": values, "runs": [str(store / "run")], "seconds": 0.0, "reused": False}
 
-    monkeypatch.setattr(R, "measure", measure)
+    monkeypatch.setattr(RR, "measure", measure)
     doc = R.regress("reference", "fig6", "HEAD", repeat=5, batches=4, repo=repo, root=tmp_path / "b",
                     results=tmp_path / "r", reports=tmp_path / "rep", log=lambda _: None)
     assert [(p["a"], p["b"]) for p in doc["noise_pairs"] if p.get("flagged")] == [(0, 1), (0, 2), (0, 3)]
@@ -198,7 +200,7 @@ def test_samples_follow_run_order(tmp_path):
         (point / "summary.json").write_text(json.dumps({"schema_version": 1, "status": "complete", "valid": True,
                                                         "repetition": i, "variant": "v", "sweep": {},
                                                         "metrics": {"tps": i}}))
-    assert R.samples(tmp_path, "tps") == list(range(12))
+    assert RR.samples(tmp_path, "tps") == list(range(12))
 
 
 def test_unknown_systems_and_tiny_samples_are_refused(repo):
@@ -214,13 +216,13 @@ def test_a_failed_build_is_named_by_its_step_and_the_tools_diagnosis():
            "# github.com/hyperledger/fabric/vendor/github.com/miekg/pkcs11\n"
            "vendor/github.com/miekg/pkcs11/pkcs11.go:29:10: fatal error: ltdl.h: No such file or directory\n"
            "   29 | #include <ltdl.h>\n      |          ^~~~~~~~\ncompilation terminated.")
-    assert R.build_failure(gcc) == ("upstream build: go build chaincode fabricrepro/chaincode/money-transfer failed "
+    assert RB.build_failure(gcc) == ("upstream build: go build chaincode fabricrepro/chaincode/money-transfer failed "
                                     "(exit 1): vendor/github.com/miekg/pkcs11/pkcs11.go:29:10: fatal error: ltdl.h: "
                                     "No such file or directory")
     git = ("upstream build: apply 0002.patch failed (exit 1):\n"
            "error: patch failed: a.go:3\nerror: a.go: patch does not apply")
-    assert R.build_failure(git) == "upstream build: apply 0002.patch failed (exit 1): error: a.go: patch does not apply"
-    assert R.build_failure("upstream build: go build ./x failed (exit 1):\n./x.go:3:1: undefined: y").endswith(
+    assert RB.build_failure(git) == "upstream build: apply 0002.patch failed (exit 1): error: a.go: patch does not apply"
+    assert RB.build_failure("upstream build: go build ./x failed (exit 1):\n./x.go:3:1: undefined: y").endswith(
         "(exit 1): ./x.go:3:1: undefined: y")
     # FastFabric's fork (ec1da6cf) built with Fabric 1.2's recipe: its vendored golang/protobuf deleted
     go = ("upstream build: go build ./peer failed (exit 1):\n"
@@ -228,49 +230,49 @@ def test_a_failed_build_is_named_by_its_step_and_the_tools_diagnosis():
           '"github.com/golang/protobuf/ptypes/any" in any of:\n'
           "\t/usr/local/go/src/github.com/golang/protobuf/ptypes/any (from $GOROOT)\n"
           "\t/b/gopath/src/github.com/golang/protobuf/ptypes/any (from $GOPATH)")
-    assert R.build_failure(go).endswith('(exit 1): vendor/google.golang.org/genproto/googleapis/rpc/status/'
+    assert RB.build_failure(go).endswith('(exit 1): vendor/google.golang.org/genproto/googleapis/rpc/status/'
                                         'status.pb.go:18:8: cannot find package "github.com/golang/protobuf/ptypes/any" '
                                         'in any of:')
-    assert R.build_failure("no such commit") == "no such commit"
+    assert RB.build_failure("no such commit") == "no such commit"
 
 
 def test_four_points_a_side_is_the_fewest_that_can_call_a_change():
-    assert R.mann_whitney([1, 2, 3], [4, 5, 6])[1] > R.ALPHA
-    assert R.mann_whitney([1, 2, 3, 4], [5, 6, 7, 8])[1] < R.ALPHA
-    assert R.smallest_p(3, 3) == pytest.approx(0.1) and R.min_points() == 4 and R.min_points(0.01) == 5
+    assert stats.mann_whitney([1, 2, 3], [4, 5, 6])[1] > stats.ALPHA
+    assert stats.mann_whitney([1, 2, 3, 4], [5, 6, 7, 8])[1] < stats.ALPHA
+    assert stats.smallest_p(3, 3) == pytest.approx(0.1) and stats.min_points() == 4 and stats.min_points(0.01) == 5
 
 
 def test_u_distribution_matches_the_enumeration():
     for n1, n2 in [(1, 1), (3, 4), (5, 5)]:
-        counts = R.u_counts(n1, n2)
+        counts = stats.u_counts(n1, n2)
         assert sum(counts) == math.comb(n1 + n2, n1) and len(counts) == n1 * n2 + 1
         assert counts == counts[::-1]  # symmetric
-    assert R.u_counts(5, 5)[:4] == [1, 1, 2, 3]
+    assert stats.u_counts(5, 5)[:4] == [1, 1, 2, 3]
 
 
 def test_effect_interval_of_a_ratio_and_its_coverage():
     before, after = [100, 101, 102, 103, 104], [70, 71, 72, 73, 74]
-    e = R.ratio_interval(before, after)
+    e = stats.ratio_interval(before, after)
     # k = 3 for 5 and 5 at 95%: P(U <= 2) = 4/252, coverage 1 - 8/252
     assert e["coverage"] == pytest.approx(1 - 8 / 252, abs=1e-4)
     assert e["ratio"] == pytest.approx(72 / 102, abs=1e-6)  # the median of the 25 pairwise ratios
     assert 0.68 < e["low"] < e["ratio"] < e["high"] < 0.74
-    assert R.ratio_interval([1, 2, 3], [4, 5, 6])["low"] is None  # 3 a side: no 95% interval exists
-    assert R.compare(before, after)["effect"] == e
+    assert stats.ratio_interval([1, 2, 3], [4, 5, 6])["low"] is None  # 3 a side: no 95% interval exists
+    assert stats.compare(before, after)["effect"] == e
 
 
 def test_median_interval_states_the_coverage_it_reaches():
-    m = R.median_interval([5, 1, 4, 2, 3])
+    m = stats.median_interval([5, 1, 4, 2, 3])
     assert (m["median"], m["low"], m["high"]) == (3, 1, 5) and m["coverage"] == pytest.approx(1 - 2 / 32)
-    m = R.median_interval(list(range(12)))
+    m = stats.median_interval(list(range(12)))
     assert m["coverage"] >= 0.95 and (m["low"], m["high"]) == (2, 9)
 
 
 def test_network_lock_is_reentrant_and_released(monkeypatch, tmp_path):
     """A re-measurement holds the lock across its points and each point's run takes it again inside."""
-    monkeypatch.setattr(R, "NETWORK_LOCK", str(tmp_path / "network.lock"))
-    with R.network_lock():
-        with R.network_lock():
+    monkeypatch.setattr(RR, "NETWORK_LOCK", str(tmp_path / "network.lock"))
+    with RR.network_lock():
+        with RR.network_lock():
             pass
     with open(tmp_path / "network.lock") as f:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if still held
@@ -279,13 +281,13 @@ def test_network_lock_is_reentrant_and_released(monkeypatch, tmp_path):
 def test_fresh_measures_every_commit_anew(monkeypatch, doubles, repo, tmp_path):
     """--fresh asks measure() never to reuse a stored run; without it, a stored run may serve."""
     asked = []
-    measure_double = R.measure  # the fixture's TEST DOUBLE
+    measure_double = RR.measure  # the fixture's TEST DOUBLE
 
     def recording(*args, fresh=False, **kwargs):
         asked.append(fresh)
         return measure_double(*args, fresh=fresh, **kwargs)
 
-    monkeypatch.setattr(R, "measure", recording)
+    monkeypatch.setattr(RR, "measure", recording)
     kw = dict(repeat=5, repo=repo, root=tmp_path / "b", results=tmp_path / "r", reports=tmp_path / "rep",
               log=lambda _: None)
     doc = R.regress("reference", "fig6", tags="HEAD~3,HEAD", **kw)
@@ -315,7 +317,7 @@ def test_a_stored_run_is_reused_only_when_its_points_ran_on_the_cores_available_
     (run / "resolved.yaml").write_text("parameters: {}\nsweep: {}\n")
     called = []
     monkeypatch.setattr("harness.reproduce.reproduce", lambda *a, **k: called.append(1) or [])
-    monkeypatch.setattr(R, "NETWORK_LOCK", str(tmp_path / "network.lock"))
+    monkeypatch.setattr(RR, "NETWORK_LOCK", str(tmp_path / "network.lock"))
     experiment = {"id": "bench", "metric": "tps"}
     tracked = {"system": "fabric-1.2", "variant": "v", "repo": tmp_path, "driver": "end-to-end"}
 
@@ -325,10 +327,10 @@ def test_a_stored_run_is_reused_only_when_its_points_ran_on_the_cores_available_
                 f'component,pid,cpus_allowed_list\npeer,1,"{"0" if n == 1 else f"0-{n - 1}"}"\n')
 
     allowed(cpus)
-    m = R.measure(tracked, commit, tmp_path, "mini", experiment, "smoke", 5, store)
+    m = RR.measure(tracked, commit, tmp_path, "mini", experiment, "smoke", 5, store)
     assert m["reused"] and m["values"] == [100, 101, 102, 103, 104] and not called
     if cpus > 1:
         allowed(1)
-        with pytest.raises(R.NotMeasurable, match="no run of bench was made"):
-            R.measure(tracked, commit, tmp_path, "mini", experiment, "smoke", 5, store)
+        with pytest.raises(RB.NotMeasurable, match="no run of bench was made"):
+            RR.measure(tracked, commit, tmp_path, "mini", experiment, "smoke", 5, store)
         assert called == [1]

@@ -24,6 +24,7 @@ import yaml
 
 from harness import catalogue, upstream
 from harness import regress as R
+from harness.regress import run as RR
 from harness.errors import HarnessError
 
 MAIN = """package main
@@ -175,7 +176,7 @@ drivers:
 @pytest.fixture
 def doubles(monkeypatch, toy, tmp_path):
     """The toy's experiment, and a TEST DOUBLE of measure that runs the built program."""
-    monkeypatch.setattr(R, "NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: no network runs
+    monkeypatch.setattr(RR, "NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: no network runs
     # git's own URL rewriting: a clone of the recipe's GitHub URL reaches the toy repository
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{toy['repo']}.insteadOf")
@@ -195,7 +196,7 @@ def doubles(monkeypatch, toy, tmp_path):
         ran.append(commit["sha"])
         return {"values": values, "runs": [], "seconds": 0.0, "reused": False}
 
-    monkeypatch.setattr(R, "measure", measure)
+    monkeypatch.setattr(RR, "measure", measure)
     return ran
 
 
