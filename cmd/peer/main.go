@@ -13,12 +13,25 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
+	"fabricrepro/internal/chaincode"
 	"fabricrepro/internal/nodecmd"
 	"fabricrepro/internal/peer"
+	moneytransfer "fabricrepro/workloads/money-transfer"
 )
 
 func main() {
-	os.Exit(nodecmd.Run("peer", os.Args, peer.Load, peer.New))
+	os.Exit(nodecmd.Run("peer", os.Args, peer.Load, start))
+}
+
+// start builds the peer with the chaincodes its endorser runs: the
+// workloads' chaincodes are chosen here, so the peer package imports none.
+func start(c peer.Config) (*peer.Peer, error) {
+	reg := chaincode.NewRegistry()
+	if err := reg.Register(moneytransfer.Name, moneytransfer.Chaincode{}); err != nil {
+		return nil, fmt.Errorf("chaincode %s: %w", moneytransfer.Name, err)
+	}
+	return peer.New(c, reg)
 }

@@ -6,16 +6,15 @@ import (
 	"fabricrepro/internal/chaincode"
 	"fabricrepro/internal/endorser"
 	pb "fabricrepro/internal/protos/peer"
-	moneytransfer "fabricrepro/workloads/money-transfer"
 )
 
 // registerEndorser adds the endorser role: Endorser.ProcessProposal over the
-// committed state, with the chaincodes this peer runs, holding the read
-// side of the committer's state lock while simulating.
-func registerEndorser(p *Peer) error {
-	reg := chaincode.NewRegistry()
-	if err := reg.Register(moneytransfer.Name, moneytransfer.Chaincode{}); err != nil {
-		return err
+// committed state, with the chaincodes this peer runs (its command chooses
+// them: the peer knows no workload), holding the read side of the
+// committer's state lock while simulating.
+func registerEndorser(p *Peer, reg *chaincode.Registry) error {
+	if reg == nil {
+		return fmt.Errorf("endorser role: no chaincodes to run")
 	}
 	e, err := endorser.New(endorser.Config{
 		ChannelID:  p.bundle.ChannelID,

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"fabricrepro/internal/channelconfig"
+	"fabricrepro/internal/chaincode"
 	"fabricrepro/internal/committer"
 	"fabricrepro/internal/msp"
 	cb "fabricrepro/internal/protos/common"
@@ -53,8 +54,8 @@ type Peer struct {
 }
 
 // New opens the ledger, sets up the services and listens, but does not
-// serve yet.
-func New(c Config) (*Peer, error) {
+// serve yet. The endorser role runs chaincodes.
+func New(c Config, chaincodes *chaincode.Registry) (*Peer, error) {
 	s := c.Peer
 	gen, err := channelconfig.ReadBlock(s.GenesisBlock)
 	if err != nil {
@@ -95,7 +96,7 @@ func New(c Config) (*Peer, error) {
 	p.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(s.GRPC.MaxRecvMsgSize), grpc.MaxSendMsgSize(s.GRPC.MaxSendMsgSize))
 	pb.RegisterDeliverServer(p.grpc, &DeliverService{ChannelID: bundle.ChannelID, Store: p.ledger.Store, Readers: bundle.Readers, Done: p.done})
 	if s.Roles.Endorser {
-		if err := registerEndorser(p); err != nil {
+		if err := registerEndorser(p, chaincodes); err != nil {
 			p.closeStores()
 			return nil, err
 		}

@@ -26,8 +26,12 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "harness"
@@ -340,3 +344,26 @@ def test_the_checks_see_a_system_reaching_past_the_api_and_the_loaders_loop(tmp_
     assert not cycles(edges)
     edges.append(Import(LOADER, f"{PACKAGE}.toy", 0, ()))  # the loader's edge, as graph() adds it
     assert cycles(edges) == [sorted([API, "harness.analyze", LOADER, f"{PACKAGE}.toy"])]
+
+
+def upward_go_imports(listing: str) -> list[str]:
+    """From ``go list -f '{{.ImportPath}} {{join .Imports " "}}'`` lines: an ``internal/`` package importing a
+    workload (``workloads/`` stands above ``internal/``: the commands choose the workloads they run)."""
+    problems = []
+    for line in listing.splitlines():
+        package, *deps = line.split()
+        if "/internal/" in f"/{package}/":
+            problems += [f"{package} imports {d}" for d in deps if d.startswith("fabricrepro/workloads/")]
+    return problems
+
+
+@pytest.mark.skipif(not shutil.which("go"), reason="needs go (invoke setup)")
+def test_no_internal_go_package_imports_a_workload():
+    listing = subprocess.run(["go", "list", "-f", '{{.ImportPath}} {{join .Imports " "}}', "./internal/..."],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "fabricrepro/internal/peer" in listing
+    assert not upward_go_imports(listing)
+    # the check on a made-up listing: an internal package importing a workload is caught, a command is not
+    assert upward_go_imports("fabricrepro/internal/peer fmt fabricrepro/workloads/money-transfer\n"
+                             "fabricrepro/cmd/peer fabricrepro/workloads/money-transfer") == [
+        "fabricrepro/internal/peer imports fabricrepro/workloads/money-transfer"]
