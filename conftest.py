@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-#: The lock `invoke regress` also takes (harness/regress.py); empty disables it.
+#: The lock `invoke regress` also takes (harness/regress/run.py); empty disables it.
 NETWORK_LOCK = os.environ.get("FABRICREPRO_NETWORK_LOCK", "/tmp/fabricrepro-network.lock")
 
 
