@@ -13,6 +13,7 @@ computed, in the summaries and the report.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -56,6 +57,11 @@ def copy_repository(dest: Path) -> float:
 
 def test_the_page_shows_the_whole_toy_system():
     files = doc_files()
+    # the toy system's code uses the plugin API only, as every system must
+    imported = {n.module if isinstance(n, ast.ImportFrom) else a.name
+                for n in ast.walk(ast.parse(files[f"{SYSTEM}/plugin.py"])) if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in n.names}
+    assert {m for m in imported if m and m.split(".")[0] == "harness"} == {"harness.plugin_api"}
     assert {f"{SYSTEM}/system.yaml", f"{SYSTEM}/plugin.py", f"{SYSTEM}/validity.yaml", f"{SYSTEM}/playbooks/toy-echo.yml",
             f"{SYSTEM}/roles/toy_echo/tasks/main.yml", "papers-toy/toy-echo.yaml", "bin/toy-echo"} <= set(files)
     assert all(p.startswith((f"{SYSTEM}/", "papers-toy/", "bin/")) for p in files), sorted(files)
