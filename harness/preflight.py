@@ -202,7 +202,7 @@ def layout_port_problems(hosts: dict[str, dict[int, list[str]]]) -> list[str]:
 def remote_port_problems(provider, layout: dict[str, list[str]]) -> list[str]:
     """Ports taken on an ssh or aws provider's hosts, checked after its ``up`` (which made and checked them).
 
-    One ``ss -Hltnp`` per host with Ansible's ``raw`` module (``providers.ssh.adhoc``);
+    One ``ss -Hltnp`` per host with Ansible's ``raw`` module (``providers.ssh_ansible.adhoc``);
     a host where ss fails is left unchecked (the provider's preflight passed already).
     """
     role_host = getattr(provider, "role_host", None) or {}
@@ -215,7 +215,7 @@ def remote_port_problems(provider, layout: dict[str, list[str]]) -> list[str]:
     inventory = getattr(provider, "hosts_inventory", None)
     if not hosts or not inventory:
         return []
-    from .providers.ssh import adhoc
+    from .providers.ssh_ansible import adhoc
     results = adhoc(inventory, ",".join(sorted(hosts)), "ss -Hltnp 2>/dev/null || ss -Hltn",
                     Path(provider.provider_dir) / "checks" / "ports", timeout_s=10)
     problems = []
@@ -262,12 +262,13 @@ def tool_problems(provider_name: str, layout: dict[str, list[str]], delayed_link
             problems.append(f"{tool} not found on PATH (needed by {', '.join(sorted(set(by)))}; `{how}` installs it"
                             + (f", {note}" if note else ")"))
     if provider_name == "netns":
-        from .providers import netns
-        if not os.access(netns.SSHD, os.X_OK):
-            problems.append(f"{netns.SSHD} not found (needed by the netns provider; `invoke setup` installs it)")
+        from .providers.netns_links import find_toxiproxy
+        from .providers.netns_namespaces import SSHD
+        if not os.access(SSHD, os.X_OK):
+            problems.append(f"{SSHD} not found (needed by the netns provider; `invoke setup` installs it)")
         if delayed_links:
             try:
-                netns.find_toxiproxy()
+                find_toxiproxy()
             except HarnessError as e:
                 problems.append(f"{e.args[0]}; {e.hint}")
     return problems

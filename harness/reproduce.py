@@ -243,37 +243,17 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     options = dict(provider_options or {})
     if provider == "aws":
         options.setdefault("paper", paper_id)  # Terraform's environment is the paper's topology
-    providers: dict = {}
-
-    def provider_named(name: str):
-        """The provider ``name``, made and checked once per reproduction."""
-        if name not in providers:
-            made = get_provider(name, **options)
-            made.check()
-            providers[name] = made
-        return providers[name]
-
+    providers = _Providers(options)
     if provider != "auto":
-        provider_named(provider)  # a provider that cannot work here fails before anything runs
-    if resume:
-        run = Run.open(resume)
-        if run.metadata["paper"] != paper_id:
-            raise HarnessError(f"{resume} is a run of paper {run.metadata['paper']!r}, not {paper_id!r}")
-        experiments = [paper.experiment(run.metadata["experiment"])]
-    else:
-        experiments = [paper.experiment(experiment_id)] if experiment_id else paper.experiments
-
+        providers.get(provider)  # a provider that cannot work here fails before anything runs
+    resumed = _resumed_run(resume, paper_id) if resume else None
+    experiments = ([paper.experiment(resumed.metadata["experiment"])] if resume else
+                   [paper.experiment(experiment_id)] if experiment_id else paper.experiments)
     systems_dir = Path(papers_dir).parent / "systems" if papers_dir else None
     # Every experiment's parameters are checked before any of them runs: bad input makes no run directory.
-    # The build comes first: on the reference build an experiment may run another driver (plan.for_build).
-    kinds, plans = {}, {}
-    for e in [] if resume else [e for e in experiments if not skip_reason(e, systems_dir, provider)]:
-        kinds[e["id"]] = build_kind(build, e, source, systems_dir, variants)
-        plans[e["id"]] = make_plan(paper, for_build(e, kinds[e["id"]][0]), scale, overrides=overrides,
-                                   repeat=repeat, only_variants=variants)
-        if controls:
-            add_controls(plans[e["id"]], _mutations_of(plans[e["id"]].experiment["driver"], kinds[e["id"]][0],
-                                                       systems_dir))
+    kinds, plans = ({}, {}) if resume else _plan_experiments(
+        paper, [e for e in experiments if not skip_reason(e, systems_dir, provider)], scale, build, source,
+        systems_dir, variants, overrides, repeat, controls)
     skipped, runs = {}, []
     for experiment in experiments:
         reason = skip_reason(experiment, systems_dir, provider)
@@ -283,42 +263,16 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             continue
         require_tool("ansible-playbook")
         if resume:
-            stored = run.stored("resolved")
-            plan = Plan(paper=paper_id, experiment=run.stored("experiment")["experiment"], scale=stored["scale"],
-                        repetitions=stored["repetitions"], points=expand(stored), resolved=stored)
-            kind = run.metadata.get("build", {}).get("kind", "reference")
-            fallback = run.metadata.get("build", {}).get("fallback_reason")
+            plan, (kind, fallback) = _resumed_plan(resumed, paper_id), _resumed_build(resumed)
         else:
-            plan = plans[experiment["id"]]
-            kind, fallback = kinds[experiment["id"]]
-        where, why = provider, None
-        if resume and provider == "auto":
-            where = run.metadata.get("provider", "local")
-        elif provider == "auto":
-            where, why = auto_provider(plan.experiment, plan)
+            plan, (kind, fallback) = plans[experiment["id"]], kinds[experiment["id"]]
+        where, why = _provider_for(provider, resumed, plan)
         try:
-            try:
-                provider_ = provider_named(where)
-            except HarnessError as e:
-                if why:
-                    raise HarnessError(f"needs the {where} provider ({why}), which cannot work here: {e.args[0]}",
-                                      hint=getattr(e, "hint", None)) from e
-                raise
+            provider_ = _named_provider(providers, where, why)
             if why and where != "local":
                 print(f"{experiment['id']}: provider {where} ({why})", file=stream)
-            choice = choose_build(kind, sorted({p.system for p in plan.points}), plan.experiment["driver"], source,
-                                  systems_dir)
-            choice.fallback_reason = choice.fallback_reason or fallback
-            if kind == "reference" and plan.experiment.get("reference_build"):
-                choice.note = plan.experiment["reference_build"]["why"]
-            if choice.fallback_reason:
-                print(f"{experiment['id']}: reference build (upstream not available: {choice.fallback_reason})",
-                      file=stream)
-            # ports, tools, build, disk: in seconds, before anything is built, deployed or stored
-            preflight.check(provider_, choice, plan, source, results, systems_dir)
-            prepare(choice, _variant_systems(plan), source, log=lambda line: print(line, file=stream),
-                    systems_dir=systems_dir, pins=pins)
-            require_binaries(choice.binaries(), provider_.bin_dir)  # after prepare: variants may add drivers
+            choice = _build_choice(experiment, plan, kind, fallback, source, systems_dir, stream)
+            _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream)
         except HarnessError as e:
             if len(experiments) == 1 or isinstance(e, preflight.PreflightError):
                 raise
@@ -326,32 +280,140 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             print(f"skip {experiment['id']}: {e}", file=stream)
             continue
         if resume:
+            run = resumed
             run.resume()
         else:
-            run = Run.create(results, paper.doc["paper"], plan.experiment, plan.resolved, provider=where,
-                             build=choice.metadata(_switches(plan)),
-                             seed=plan.resolved["parameters"].get("seed", {}).get("value"))
-            if systems_dir is not None:  # systems from another folder than systems/ (a test's fixtures)
-                run.metadata["systems_dir"] = str(Path(systems_dir).resolve())
-                run.save()
+            run = _new_run(results, paper, plan, where, choice, systems_dir)
         runs.append(run)
-        progress = Progress(len(plan.points), title=experiment["id"], stream=stream, log=run.path / "progress.log")
-        progress.message(f"{experiment['id']}: {len(plan.points)} points at scale {plan.scale} -> {run.path}")
-        try:
-            with run.lifecycle():
-                _run_plan(plan, run, provider_, progress, choice, systems_dir)
-        except Interrupted:
-            progress.message(f"interrupted; resume with: invoke reproduce --paper {paper_id} --resume {run.path}")
-            raise
-        except HarnessError as e:
-            progress.message(f"{experiment['id']} failed: {e}")
-        progress.message(f"{experiment['id']}: run {run.metadata['status']}"
-                         + (f" ({run.metadata['reason']})" if run.metadata.get("reason") else ""))
+        _execute(experiment["id"], plan, run, provider_, choice, systems_dir, paper_id, stream)
     if not resume:
         _record_skipped(results, paper_id, skipped)
     render_paper(paper_id, results=results, reports=reports, papers_dir=papers_dir)
     print(f"report: {reports / paper_id / 'report.md'}", file=stream)
     return runs
+
+
+class _Providers:
+    """The providers of one reproduction, each made and checked once."""
+
+    def __init__(self, options: dict):
+        self.options = options
+        self.made: dict = {}
+
+    def get(self, name: str):
+        if name not in self.made:
+            made = get_provider(name, **self.options)
+            made.check()
+            self.made[name] = made
+        return self.made[name]
+
+
+def _named_provider(providers: _Providers, where: str, why: str | None):
+    """The provider ``where``; when ``auto`` chose it (``why``), a failure says why it was needed."""
+    try:
+        return providers.get(where)
+    except HarnessError as e:
+        if why:
+            raise HarnessError(f"needs the {where} provider ({why}), which cannot work here: {e.args[0]}",
+                               hint=getattr(e, "hint", None)) from e
+        raise
+
+
+def _resumed_run(resume: str, paper_id: str) -> Run:
+    run = Run.open(resume)
+    if run.metadata["paper"] != paper_id:
+        raise HarnessError(f"{resume} is a run of paper {run.metadata['paper']!r}, not {paper_id!r}")
+    return run
+
+
+def _plan_experiments(paper, experiments: list[dict], scale: str, build: str, source: str,
+                      systems_dir: Path | None, variants: list[str] | None, overrides: dict | None,
+                      repeat: int | None, controls: bool) -> tuple[dict, dict]:
+    """Each experiment's build kind (with the reason for a fallback) and plan, by experiment id.
+
+    The build comes first: on the reference build an experiment may run another driver (plan.for_build).
+    """
+    kinds, plans = {}, {}
+    for e in experiments:
+        kinds[e["id"]] = build_kind(build, e, source, systems_dir, variants)
+        plans[e["id"]] = make_plan(paper, for_build(e, kinds[e["id"]][0]), scale, overrides=overrides,
+                                   repeat=repeat, only_variants=variants)
+        if controls:
+            add_controls(plans[e["id"]], _mutations_of(plans[e["id"]].experiment["driver"], kinds[e["id"]][0],
+                                                       systems_dir))
+    return kinds, plans
+
+
+def _resumed_plan(run: Run, paper_id: str) -> Plan:
+    """The plan stored in ``run``, as it was resolved when the run was made."""
+    stored = run.stored("resolved")
+    return Plan(paper=paper_id, experiment=run.stored("experiment")["experiment"], scale=stored["scale"],
+                repetitions=stored["repetitions"], points=expand(stored), resolved=stored)
+
+
+def _resumed_build(run: Run) -> tuple[str, str | None]:
+    """The build kind ``run`` was made with, and why it fell back to it if it did."""
+    build = run.metadata.get("build", {})
+    return build.get("kind", "reference"), build.get("fallback_reason")
+
+
+def _provider_for(provider: str, resumed: Run | None, plan: Plan) -> tuple[str, str | None]:
+    """Where an experiment runs, and why when ``auto`` chose it (None when it was asked for or resumed)."""
+    if resumed is not None and provider == "auto":
+        return resumed.metadata.get("provider", "local"), None
+    if provider == "auto":
+        return auto_provider(plan.experiment, plan)
+    return provider, None
+
+
+def _build_choice(experiment: dict, plan: Plan, kind: str, fallback: str | None, source: str,
+                  systems_dir: Path | None, stream) -> Choice:
+    """The build the experiment's points run on, saying so when it fell back to the reference build."""
+    choice = choose_build(kind, sorted({p.system for p in plan.points}), plan.experiment["driver"], source,
+                          systems_dir)
+    choice.fallback_reason = choice.fallback_reason or fallback
+    if kind == "reference" and plan.experiment.get("reference_build"):
+        choice.note = plan.experiment["reference_build"]["why"]
+    if choice.fallback_reason:
+        print(f"{experiment['id']}: reference build (upstream not available: {choice.fallback_reason})",
+              file=stream)
+    return choice
+
+
+def _check_and_build(provider, choice: Choice, plan: Plan, source: str, results: Path, systems_dir: Path | None,
+             pins: dict[str, dict] | None, stream) -> None:
+    """Check the ports, tools, build and disk (in seconds), then build what the points need."""
+    preflight.check(provider, choice, plan, source, results, systems_dir)
+    prepare(choice, _variant_systems(plan), source, log=lambda line: print(line, file=stream),
+            systems_dir=systems_dir, pins=pins)
+    require_binaries(choice.binaries(), provider.bin_dir)  # after prepare: variants may add drivers
+
+
+def _new_run(results: Path, paper, plan: Plan, where: str, choice: Choice, systems_dir: Path | None) -> Run:
+    run = Run.create(results, paper.doc["paper"], plan.experiment, plan.resolved, provider=where,
+                     build=choice.metadata(_switches(plan)),
+                     seed=plan.resolved["parameters"].get("seed", {}).get("value"))
+    if systems_dir is not None:  # systems from another folder than systems/ (a test's fixtures)
+        run.metadata["systems_dir"] = str(Path(systems_dir).resolve())
+        run.save()
+    return run
+
+
+def _execute(experiment_id: str, plan: Plan, run: Run, provider, choice: Choice, systems_dir: Path | None,
+             paper_id: str, stream) -> None:
+    """Run the plan in ``run`` with its progress line; a failed run is reported, an interrupted one raised."""
+    progress = Progress(len(plan.points), title=experiment_id, stream=stream, log=run.path / "progress.log")
+    progress.message(f"{experiment_id}: {len(plan.points)} points at scale {plan.scale} -> {run.path}")
+    try:
+        with run.lifecycle():
+            _run_plan(plan, run, provider, progress, choice, systems_dir)
+    except Interrupted:
+        progress.message(f"interrupted; resume with: invoke reproduce --paper {paper_id} --resume {run.path}")
+        raise
+    except HarnessError as e:
+        progress.message(f"{experiment_id} failed: {e}")
+    progress.message(f"{experiment_id}: run {run.metadata['status']}"
+                     + (f" ({run.metadata['reason']})" if run.metadata.get("reason") else ""))
 
 
 def _switches(plan: Plan) -> dict:

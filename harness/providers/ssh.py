@@ -6,8 +6,9 @@ The inventory is the user's (``infra/inventories/*.example.yml`` show the
 format): one group per topology role (``orderer``, ``peer``, ``client``...),
 hosts with ``ansible_host`` and optionally ``private_ip`` (the address the
 services bind and advertise), connection variables wherever Ansible allows
-them. It is read with ``ansible-inventory``, so group and host variables,
-``group_vars/`` beside it and INI inventories work as they do for Ansible.
+them. It is read with ``ansible-inventory`` (ssh_ansible.py), so group and host
+variables, ``group_vars/`` beside it and INI inventories work as they do for
+Ansible.
 
 ``up`` takes the first host of the group of each role of the layout and, before
 anything is deployed:
@@ -26,34 +27,30 @@ anything is deployed:
 The component roles copy the built commands from the controller to
 ``<work_root>/bin`` (``fabricrepro_copy_binaries``); each host keeps its points'
 working files under ``<work_root>/<host>/``, so servers that share a filesystem
-do not share them. ``apply_links`` shapes
-links with ``tc`` on the sending host (netem delay, htb rate) and
-``set_link_delay`` changes each netem's delay between points; ``down`` stops
-the exporters it started and removes the shaping. Everything the provider
-writes on the controller is under ``<run_dir>/provider/``.
+do not share them. ``apply_links`` shapes links with ``tc`` on the sending host
+(netem delay, htb rate; ssh_links.py, tc.py) and ``set_link_delay`` changes each
+netem's delay between points; ``down`` stops the exporters it started and
+removes the shaping. Everything the provider writes on the controller is under
+``<run_dir>/provider/``.
 """
 
 from __future__ import annotations
 
 import getpass
-import ipaddress
 import json
 import logging
-import re
-import shlex
-import shutil
-import socket
-import subprocess
 import time
 from pathlib import Path
 
 import yaml
 
 from .. import REPO_ROOT
-from ..deploy import PLAYBOOKS, ansible_env, ansible_failures, run_playbook, task_reason
+from ..deploy import ansible_failures, run_playbook
 from ..errors import HarnessError
-from ..tools import require_tool
 from .base import Provider, groups_of
+from .ssh_ansible import FRESH_SSH_ARGS, adhoc, adhoc_reason, load_inventory
+from .ssh_links import SshLinks
+from .tc import NETEM_HINT
 
 log = logging.getLogger(__name__)
 
@@ -65,76 +62,8 @@ EXPORTER_PORT = 9100
 PREFLIGHT_PLAYBOOK = "provider-preflight.yml"
 EXPORTER_PLAYBOOK = "node-exporter.yml"
 EXPORTER_STOP_PLAYBOOK = "node-exporter-stop.yml"
-LINKS_PLAYBOOK = "links.yml"
 SYSCTL_PLAYBOOK = "sysctl.yml"
-#: htb needs a rate on every class; a delay-only link gets this one, far above any NIC it will meet.
-UNSHAPED_RATE_MBIT = 100_000
-#: netem's queue must hold what is in flight during the delay; without a rate, assume a 10 Gbit/s NIC.
-NETEM_ASSUMED_MBIT = 10_000
-#: ssh arguments of checks and of down(): a new connection each time. A master connection kept
-#: by an earlier playbook (ControlPersist) would answer for a host whose sshd is gone, or hang
-#: on one whose network is gone, where a new connection fails within Ansible's timeout.
-FRESH_SSH_ARGS = "-C -o ControlMaster=no -o ControlPath=none"
-NETEM_HINT = ("that host's kernel lacks the netem qdisc (Debian/Ubuntu: apt-get install "
-              "linux-modules-extra-$(uname -r); modprobe sch_netem)")
 
-
-# ---------------------------------------------------------------- the user's inventory
-
-def load_inventory(path: Path) -> tuple[dict[str, list[str]], dict[str, dict]]:
-    """``({group: [host, ...]}, {host: {var: value}})`` of an Ansible inventory.
-
-    A group's hosts are its own, in inventory order, then those of its child
-    groups; variables are merged as Ansible merges them (``all`` < parent group
-    < group < host). Raises HarnessError for a missing or unparseable file.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise HarnessError(f"inventory {path} not found",
-                           hint="give the inventory of your servers with --inventory "
-                                "(see infra/inventories/*.example.yml)")
-    exe = require_tool("ansible-inventory")
-    env = ansible_env()
-    # without this, an unparseable file is only a warning and the inventory is "localhost"
-    env["ANSIBLE_INVENTORY_UNPARSED_FAILED"] = "True"
-    # run beside the inventory: from playbooks/ it would add the harness's group_vars to the user's
-    proc = subprocess.run([exe, "-i", str(path.resolve()), "--list"], capture_output=True, text=True,
-                          env=env, cwd=path.resolve().parent, timeout=120, check=False)
-    if proc.returncode != 0:
-        raise HarnessError(f"inventory {path} cannot be parsed: {_inventory_error(path, proc.stderr)}")
-    try:
-        doc = json.loads(proc.stdout)
-    except ValueError as e:
-        raise HarnessError(f"inventory {path}: ansible-inventory printed no JSON ({e})") from None
-    hostvars = doc.get("_meta", {}).get("hostvars", {})
-
-    def members(group: str, seen: set[str]) -> list[str]:
-        if group in seen:
-            return []
-        seen.add(group)
-        out = list(doc.get(group, {}).get("hosts", []))
-        for child in doc.get(group, {}).get("children", []):
-            out += [h for h in members(child, seen) if h not in out]
-        return out
-
-    groups = {g: members(g, set()) for g in doc if g not in ("_meta",)}
-    hosts = {h for hs in groups.values() for h in hs}
-    return groups, {h: dict(hostvars.get(h, {})) for h in hosts}
-
-
-def _inventory_error(path: Path, stderr: str) -> str:
-    """The most useful line of ansible-inventory's complaint (a YAML error with its line if any)."""
-    if path.suffix in (".yml", ".yaml"):
-        try:
-            yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            return "YAML: " + " ".join(str(e).split())
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    picked = [ln for ln in lines if ln.startswith(("[ERROR]", "[WARNING]: Failed to parse"))]
-    return " | ".join((picked or lines)[-3:]) or "ansible-inventory failed"
-
-
-# ---------------------------------------------------------------- Ansible results
 
 def _tail(path: Path, n: int = 5) -> str:
     try:
@@ -144,136 +73,7 @@ def _tail(path: Path, n: int = 5) -> str:
     return " | ".join(lines[-n:])
 
 
-def adhoc(inventory: Path, pattern: str, command: str, out_dir: Path, timeout_s: float = 5,
-          become: bool = False) -> dict[str, dict]:
-    """Run a shell ``command`` with Ansible's ``raw`` module on ``pattern``; ``{host: result}``.
-
-    ``raw`` needs no Python on the host, so it tells "cannot connect" apart from
-    everything the preflight checks. Results come from the ``tree`` callback
-    (one JSON file per host in ``out_dir/tree``); a host without a result gets
-    ``{"unreachable": True, "msg": "no result"}``.
-    """
-    exe = require_tool("ansible")
-    out_dir = Path(out_dir)
-    tree = out_dir / "tree"
-    shutil.rmtree(tree, ignore_errors=True)
-    tree.mkdir(parents=True, exist_ok=True)
-    env = ansible_env()
-    env.update({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "True", "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.tree",
-                "ANSIBLE_CALLBACK_TREE_DIR": str(tree), "ANSIBLE_DEPRECATION_WARNINGS": "False",
-                "ANSIBLE_SSH_ARGS": FRESH_SSH_ARGS})
-    argv = [exe, pattern, "-i", str(inventory), "-m", "ansible.builtin.raw", "-a", command,
-            "-T", str(max(1, int(timeout_s)))] + (["--become"] if become else [])
-    with open(out_dir / "ansible.log", "a", encoding="utf-8") as logf:
-        logf.write("$ " + shlex.join(argv) + "\n")
-        logf.flush()
-        try:
-            subprocess.run(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                           cwd=PLAYBOOKS, timeout=timeout_s * 4 + 60, check=False, start_new_session=True)
-        except subprocess.TimeoutExpired:
-            logf.write("(timed out)\n")
-    hosts = _hosts_of(inventory, pattern)
-    results = {}
-    for h in hosts:
-        try:
-            results[h] = json.loads((tree / h).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            results[h] = {"unreachable": True, "msg": f"no result from Ansible (see {out_dir / 'ansible.log'})"}
-    return results
-
-
-def _hosts_of(inventory: Path, pattern: str) -> list[str]:
-    """Hosts of our own generated inventory matching a comma-separated list of names or ``all``."""
-    doc = yaml.safe_load(Path(inventory).read_text(encoding="utf-8")) or {}
-    names = list((doc.get("all", {}) or {}).get("hosts", {}) or {})
-    return names if pattern == "all" else [h for h in pattern.split(",") if h in names]
-
-
-def _adhoc_reason(result: dict) -> str | None:
-    """Why an ``adhoc`` result is a failure, or None when it succeeded."""
-    if result.get("unreachable"):
-        return str(result.get("msg", "unreachable")).removeprefix("Task failed: ").strip()
-    if result.get("failed") or result.get("rc", 0) != 0:
-        return task_reason(result)
-    return None
-
-
-# ---------------------------------------------------------------- links: tc command lines
-
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{float(x):g}"
-
-
-def tc_commands(device: str, dests: list[dict]) -> list[dict]:
-    """The ``tc`` commands that shape traffic leaving ``device`` towards each of ``dests``.
-
-    ``dests`` are ``{"address", "delay_ms"?, "rate_mbit"?}`` (IPv4 addresses).
-    Returns ``[{"argv": [...], "may_fail": bool, "dest": address | None}]``:
-
-    - the device's root qdisc is deleted (it may be the default, hence may fail), then
-      replaced by an ``htb`` without a default class: traffic no filter matches is
-      sent unshaped (htb's direct queue), so only the listed destinations change;
-    - per destination an htb class limited to ``rate_mbit`` (or UNSHAPED_RATE_MBIT),
-      with a burst of at least one 64 KiB GSO packet or 4 ms of the rate (a tick at
-      HZ=250), so the rate holds with segmentation offload;
-    - below it a ``netem`` of ``delay_ms`` whose queue holds 1.5x what is in flight
-      during the delay (netem's default of 1000 packets would drop at high rates);
-    - a u32 filter sending packets for the address to that class.
-    """
-    if not dests:
-        return []
-    cmds = [{"argv": ["tc", "qdisc", "del", "dev", device, "root"], "may_fail": True, "dest": None},
-            {"argv": ["tc", "qdisc", "replace", "dev", device, "root", "handle", "1:", "htb"],
-             "may_fail": False, "dest": None}]
-    for i, d in enumerate(dests, start=1):
-        addr = d["address"]
-        delay, rate = d.get("delay_ms"), d.get("rate_mbit")
-        cls = f"1:{i:x}"
-        rate_mbit = float(rate) if rate else UNSHAPED_RATE_MBIT
-        burst = max(65536, int(rate_mbit * 1e6 / 8 * 0.004))
-        cmds.append({"argv": ["tc", "class", "replace", "dev", device, "parent", "1:", "classid", cls, "htb",
-                              "rate", f"{_num(rate_mbit)}mbit", "ceil", f"{_num(rate_mbit)}mbit",
-                              "burst", str(burst), "cburst", str(burst), "quantum", "60000"],
-                     "may_fail": False, "dest": addr})
-        if delay is not None:  # 0 too: a later point may change it (set_link_delay)
-            handle = f"{0x100 + i:x}:"
-            cmds.append({"argv": ["tc", "qdisc", "replace", "dev", device, "parent", cls, "handle", handle,
-                                  *netem_args(delay, rate)],
-                         "may_fail": False, "dest": addr,
-                         "netem": {"device": device, "parent": cls, "handle": handle}})
-        cmds.append({"argv": ["tc", "filter", "add", "dev", device, "parent", "1:", "protocol", "ip", "prio", "1",
-                              "u32", "match", "ip", "dst", f"{addr}/32", "flowid", cls],
-                     "may_fail": False, "dest": addr})
-    return cmds
-
-
-def netem_args(delay_ms: float, rate_mbit: float | None) -> list[str]:
-    """``netem delay <d>ms limit <n>``: a queue of 1.5x what is in flight during the delay (at least netem's 1000)."""
-    in_flight = (float(rate_mbit) if rate_mbit else NETEM_ASSUMED_MBIT) * 1e6 / 8 * float(delay_ms) / 1e3 / 1500
-    return ["netem", "delay", f"{_num(delay_ms)}ms", "limit", str(max(1000, int(in_flight * 1.5) + 1))]
-
-
-def tc_clear_commands(device: str) -> list[dict]:
-    """Remove the shaping of ``device`` (the kernel puts its default qdisc back)."""
-    return [{"argv": ["tc", "qdisc", "del", "dev", device, "root"], "may_fail": True, "dest": None}]
-
-
-_ROUTE = re.compile(r"^(?P<local>local\s+)?(?P<addr>\S+)\s.*?\bdev\s+(?P<dev>\S+)")
-
-
-def route_devices(stdout: str) -> dict[str, str]:
-    """``{address: device}`` from the output of ``ip -o route get`` (one line per address); local → "lo"."""
-    out = {}
-    for line in stdout.replace("\r", "").splitlines():
-        m = _ROUTE.match(line.strip())
-        if m:
-            out[m["addr"]] = "lo" if m["local"] else m["dev"]
-    return out
-
-
-# ---------------------------------------------------------------- the provider
-
-class SshProvider(Provider):
+class SshProvider(SshLinks, Provider):
     """``--provider ssh``: the first host of each role's group in the user's inventory."""
 
     name = "ssh"
@@ -307,9 +107,7 @@ class SshProvider(Provider):
         self.user_vars: dict[str, dict] = {}
         self.facts: dict[str, dict] = {}
         self.exporters: dict[str, dict] = {}
-        self.links_applied: list[dict] = []
-        self._links: dict[tuple[str, str], dict] = {}   # (from role, to role) -> link as asked
-        self._shaped: dict[str, set[str]] = {}          # host -> devices with our root qdisc
+        self._reset_links()
         self.run_dir: Path | None = None
         self.hosts_inventory: Path | None = None
         self._checks = 0
@@ -404,7 +202,7 @@ class SshProvider(Provider):
         self._checks += 1
         results = adhoc(self.hosts_inventory, ",".join(hosts), command,
                         self.provider_dir / "checks" / f"{self._checks}", timeout_s=timeout_s)
-        return {h: why for h, r in results.items() if (why := _adhoc_reason(r))}
+        return {h: why for h, r in results.items() if (why := adhoc_reason(r))}
 
     def _playbook(self, playbook: str, log_name: str, variables: dict, what: str, timeout: float,
                   hint: str | None = None, fresh: bool = False) -> None:
@@ -505,14 +303,10 @@ class SshProvider(Provider):
                 self._sysctl_before = {}
             except HarnessError as e:
                 log.warning("%s provider: %s", self.name, e)
-        if self._shaped:
-            clear = {h: [c for d in sorted(devs) for c in tc_clear_commands(d)] for h, devs in self._shaped.items()}
-            try:
-                self._playbook(LINKS_PLAYBOOK, "links-clear.log", {"fabricrepro_tc_commands": clear},
-                               "removing link shaping", timeout=300, fresh=True)
-                self._shaped = {}
-            except HarnessError as e:
-                log.warning("%s provider: %s", self.name, e)
+        try:
+            self._clear_links()
+        except HarnessError as e:
+            log.warning("%s provider: %s", self.name, e)
         if not self._exporters_started:
             return  # up() stopped before starting any (e.g. a host did not answer): nothing to stop
         try:
@@ -568,166 +362,9 @@ class SshProvider(Provider):
                            device=None, external=True)
                 for h, roles in self.host_roles.items()]
 
-    # ---- links
-    def apply_links(self, links: list[dict]) -> list[dict]:
-        """Shape each link ``{from, to, delay_ms?, rate_mbit?}`` (host roles) with tc on ``from``'s host.
-
-        The device is the one ``ip route get <to's address>`` names on the
-        sending host. Delay is added to packets from ``from`` to ``to`` only
-        (the round trip grows by ``delay_ms``; give the reverse link too for a
-        symmetric delay). Links accumulate over calls; each call re-renders the
-        whole configuration of the devices it touches. Returns the records of
-        the links of this call, as applied.
-        """
-        if not links:
-            return []
-        if self.hosts_inventory is None:
-            raise HarnessError(f"{self.name} provider: apply_links before up")
-        asked = []
-        for link in links:
-            src, dst = link.get("from"), link.get("to")
-            for r in (src, dst):
-                if r not in self.role_host:
-                    raise HarnessError(f"link {src}->{dst}: unknown role {r!r}; roles: {', '.join(self.role_host)}")
-            delay, rate = link.get("delay_ms"), link.get("rate_mbit")
-            if delay is None and not rate:
-                raise HarnessError(f"link {src}->{dst}: give delay_ms and/or rate_mbit")
-            if (delay is not None and float(delay) < 0) or (rate is not None and float(rate) <= 0):
-                raise HarnessError(f"link {src}->{dst}: delay_ms must be >= 0 and rate_mbit > 0")
-            if self.role_host[src] == self.role_host[dst]:
-                raise HarnessError(f"link {src}->{dst}: both roles are on host {self.role_host[src]}")
-            asked.append({"from": src, "to": dst, "delay_ms": delay, "rate_mbit": rate,
-                          "to_address": self._ipv4(self._address(self.role_host[dst]), dst)})
-        links_by_key = dict(self._links)
-        for a in asked:
-            links_by_key[(a["from"], a["to"])] = a
-        touched_hosts = sorted({self.role_host[a["from"]] for a in asked})
-        devices = self._route_devices(touched_hosts, links_by_key)
-
-        commands: dict[str, list[dict]] = {}
-        records: dict[tuple[str, str], dict] = {}
-        new_shaped: dict[str, set[str]] = {}
-        for h in touched_hosts:
-            per_dev: dict[str, list[dict]] = {}
-            for key, a in links_by_key.items():
-                if self.role_host[a["from"]] != h:
-                    continue
-                dev = devices[h][a["to_address"]]
-                if dev == "lo":
-                    raise HarnessError(f"link {a['from']}->{a['to']}: {a['to_address']} is an address of "
-                                       f"host {h} itself")
-                per_dev.setdefault(dev, []).append(a)
-            for dev, items in sorted(per_dev.items()):
-                # one class per destination address: two roles on one destination host share it
-                by_addr: dict[str, dict] = {}
-                for a in items:
-                    want = {"address": a["to_address"], "delay_ms": a["delay_ms"], "rate_mbit": a["rate_mbit"]}
-                    have = by_addr.setdefault(a["to_address"], want)
-                    if have != want:
-                        raise HarnessError(f"link {a['from']}->{a['to']}: host {h} already shapes traffic to "
-                                           f"{a['to_address']} with delay_ms={have['delay_ms']}, "
-                                           f"rate_mbit={have['rate_mbit']} (one shaping per destination address)")
-                cmds = tc_commands(dev, list(by_addr.values()))
-                commands.setdefault(h, []).extend(cmds)
-                new_shaped.setdefault(h, set()).add(dev)
-                netem = {c["dest"]: c["netem"] for c in cmds if "netem" in c}
-                for a in items:
-                    records[(a["from"], a["to"])] = {
-                        "from": a["from"], "to": a["to"], "applied": True, "from_host": h,
-                        "to_host": self.role_host[a["to"]], "to_address": a["to_address"], "device": dev,
-                        "delay_ms": a["delay_ms"], "rate_mbit": a["rate_mbit"],
-                        "delay_method": "tc netem" if a["delay_ms"] is not None else None,
-                        "rate_method": "tc htb" if a["rate_mbit"] else None,
-                        "rtt_added_ms": a["delay_ms"] or 0,
-                        **({"netem": netem[a["to_address"]]} if a["to_address"] in netem else {}),
-                        "tc": [shlex.join(c["argv"]) for c in cmds
-                               if c["dest"] in (None, a["to_address"]) and not c["may_fail"]]}
-            # devices shaped before but no longer used by any link of this host: clear them
-            for dev in sorted(self._shaped.get(h, set()) - new_shaped.get(h, set())):
-                commands.setdefault(h, []).extend(tc_clear_commands(dev))
-        # recorded before running: a failure half way must still be undone by down()
-        for h, devs in new_shaped.items():
-            self._shaped.setdefault(h, set()).update(devs)
-        self._playbook(LINKS_PLAYBOOK, "links.log", {"fabricrepro_tc_commands": commands}, "shaping links",
-                       timeout=300)
-        for h in touched_hosts:
-            self._shaped[h] = new_shaped.get(h, set())
-        self._links = links_by_key
-        applied = [records[(a["from"], a["to"])] for a in asked]
-        self.links_applied = [r for r in self.links_applied if (r["from"], r["to"]) not in records] + \
-            [records[k] for k in records]
-        return applied
-
-    def set_link_delay(self, delay_ms: float) -> list[dict]:
-        """Set ``delay_ms`` on every delayed link (``tc qdisc change`` of its netem); return the links.
-
-        One command per netem qdisc (links to one destination address share
-        it), on the sending host, through the same playbook as ``apply_links``.
-        The links as first applied (the run's metadata) are kept; the result is
-        what this point runs with (stored with the point).
-        """
-        if float(delay_ms) < 0:
-            raise HarnessError(f"link delay must be >= 0 ms, not {delay_ms}")
-        delayed = [r for r in self.links_applied if r.get("netem")]
-        if not delayed:
-            raise HarnessError(f"the {self.name} provider has no delayed link to change (apply_links with "
-                               "delay_ms, 0 included, before the first point)")
-        commands: dict[str, list[dict]] = {}
-        changed: dict[tuple[str, str, str], str] = {}
-        for r in delayed:
-            n = r["netem"]
-            key = (r["from_host"], n["device"], n["parent"])
-            if key not in changed:
-                argv = ["tc", "qdisc", "change", "dev", n["device"], "parent", n["parent"], "handle", n["handle"],
-                        *netem_args(delay_ms, r["rate_mbit"])]
-                commands.setdefault(r["from_host"], []).append({"argv": argv, "may_fail": False})
-                changed[key] = shlex.join(argv)
-        self._playbook(LINKS_PLAYBOOK, "links-delay.log", {"fabricrepro_tc_commands": commands},
-                       f"setting the links' delay to {_num(delay_ms)} ms", timeout=300)
-        for r in delayed:   # a later apply_links re-renders the links with the delay they have now
-            self._links[(r["from"], r["to"])]["delay_ms"] = delay_ms
-        return [{**r, "delay_ms": delay_ms, "rtt_added_ms": delay_ms,
-                 "tc_change": changed[(r["from_host"], r["netem"]["device"], r["netem"]["parent"])]}
-                if r.get("netem") else r for r in self.links_applied]
-
-    @staticmethod
-    def _ipv4(address: str, role: str) -> str:
-        """``address`` as an IPv4 literal (tc's u32 filter matches addresses), resolved here if a name."""
-        try:
-            ip = ipaddress.ip_address(address)
-        except ValueError:
-            try:
-                return socket.gethostbyname(address)
-            except OSError as e:
-                raise HarnessError(f"link to {role}: cannot resolve {address!r} ({e}); "
-                                   "set private_ip of the host to its IPv4 address") from None
-        if ip.version != 4:
-            raise HarnessError(f"link to {role}: {address} is not IPv4 (the tc filters match IPv4 destinations)")
-        return str(ip)
-
-    def _route_devices(self, hosts: list[str], links: dict[tuple[str, str], dict]) -> dict[str, dict[str, str]]:
-        """``{host: {address: device}}``: the device each sending host routes each destination through."""
-        addrs = sorted({a["to_address"] for a in links.values()})
-        script = "PATH=$PATH:/sbin:/usr/sbin; " + "; ".join(f"ip -o route get {shlex.quote(a)}" for a in addrs)
-        self._checks += 1
-        results = adhoc(self.hosts_inventory, ",".join(hosts), script,
-                        self.provider_dir / "checks" / f"{self._checks}", timeout_s=10)
-        out = {}
-        for h in hosts:
-            why = _adhoc_reason(results[h])
-            if why:
-                raise HarnessError(f"link shaping: cannot ask {self._describe_host(h)} for its routes: {why}")
-            out[h] = route_devices(str(results[h].get("stdout", "")))
-            for key, a in links.items():
-                if self.role_host[a["from"]] == h and a["to_address"] not in out[h]:
-                    raise HarnessError(f"link {a['from']}->{a['to']}: host {h} has no route to {a['to_address']} "
-                                       f"(`ip route get` said: {str(results[h].get('stdout', '')).strip()!r})")
-        return out
-
     # ---- health
     def unreachable(self) -> dict[str, str]:
         """``{host: reason}`` of chosen hosts that do not answer SSH now (3 s connect timeout)."""
         if self.hosts_inventory is None or not self.host_roles:
             return {}
         return self._probe(list(self.host_roles), "true", timeout_s=3)
-

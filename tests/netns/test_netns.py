@@ -18,6 +18,8 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.providers import netns as N
+from harness.providers import netns_links as NL
+from harness.providers import netns_namespaces as NS
 from harness import resources as R
 
 HERE = Path(__file__).resolve().parent
@@ -48,7 +50,7 @@ def assert_gone(prefix, pids=()):
     assert not [n for n in N.netns_list() if n.startswith(prefix + "-")], "namespaces left"
     assert not Path(f"/sys/class/net/{prefix}-c").exists(), "controller veth left"
     assert not our_pids_alive(pids), "processes left"
-    assert not (N.REGISTRY_DIR / f"{prefix}.json").exists(), "registry entry left"
+    assert not (NS.REGISTRY_DIR / f"{prefix}.json").exists(), "registry entry left"
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +142,7 @@ def test_teardown_leaves_nothing(cluster):
     print(f"3-host cluster down in {time.monotonic() - t:.2f}s")
     assert_gone(cluster.prefix, pids + [int(stray)])
     assert not cluster.key_path.exists()
-    assert not (N.ETC_NETNS / cluster.netns("h1")).exists()
+    assert not (NS.ETC_NETNS / cluster.netns("h1")).exists()
     cluster.teardown()  # idempotent
 
 
@@ -207,7 +209,7 @@ def test_unreachable_host_is_named_and_teardown_runs(tmp_path):
 
 def test_link_delay_and_rate(tmp_path):
     try:
-        N.find_toxiproxy()
+        NL.find_toxiproxy()
         have_toxiproxy = True
     except HarnessError:
         have_toxiproxy = False
@@ -241,7 +243,7 @@ def test_link_delay_and_rate(tmp_path):
         assert 25 < speed < 44, f"{speed:.1f} Mbit/s under a 40 mbit htb class"
         assert applied[0]["rate_method"] == "tc htb"
         if not have_toxiproxy:
-            pytest.skip(f"toxiproxy not installed ({N.TOXIPROXY_INSTALL}); bandwidth path checked")
+            pytest.skip(f"toxiproxy not installed ({NL.TOXIPROXY_INSTALL}); bandwidth path checked")
         # delay: by name, h1 reaches h2 through the proxy; each direction +50 ms
         delayed = min(fetch("http://h2:8000/small")[0] for _ in range(3))
         assert applied[1]["delay_method"] == "toxiproxy" and applied[1]["rtt_added_ms"] == 100
@@ -254,9 +256,9 @@ def test_link_delay_and_rate(tmp_path):
 def test_preflight_names_missing_tool(monkeypatch):
     import shutil
     real = shutil.which
-    monkeypatch.setattr(N.shutil, "which", lambda t: None if t == "unshare" else real(t))
+    monkeypatch.setattr(NS.shutil, "which", lambda t: None if t == "unshare" else real(t))
     with pytest.raises(HarnessError, match="unshare") as e:
-        N.preflight()
+        NS.preflight()
     assert "invoke setup" in str(e.value)
 
 
@@ -264,10 +266,10 @@ def test_missing_toxiproxy_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.setenv("GOPATH", str(tmp_path))
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("FABRICREPRO_TOXIPROXY", raising=False)
-    monkeypatch.setattr(N.shutil, "which", lambda t: None)
-    monkeypatch.setattr(N.Path, "home", lambda: tmp_path)
+    monkeypatch.setattr(NL.shutil, "which", lambda t: None)
+    monkeypatch.setattr(NL.Path, "home", lambda: tmp_path)
     with pytest.raises(HarnessError, match="toxiproxy") as e:
-        N.find_toxiproxy()
+        NL.find_toxiproxy()
     assert "go install github.com/Shopify/toxiproxy" in str(e.value)
 
 

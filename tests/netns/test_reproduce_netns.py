@@ -19,6 +19,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.providers import netns as N
+from harness.providers.netns_namespaces import REGISTRY_DIR
 from harness.reproduce import reproduce
 from harness.rundir import Run
 
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.netns
 def _leftovers(prefix: str, tmp_path: Path) -> list[str]:
     """Namespaces and registry entry of cluster ``prefix``, and processes of the test's files, still there."""
     left = [ns for ns in N.netns_list() if ns.startswith(prefix + "-")]
-    if (N.REGISTRY_DIR / f"{prefix}.json").exists():
+    if (REGISTRY_DIR / f"{prefix}.json").exists():
         left.append("registry entry")
     ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
     left += [line for line in ps.splitlines() if str(tmp_path) in line]

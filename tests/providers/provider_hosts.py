@@ -4,7 +4,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.providers import netns as N
+from harness.providers.netns_namespaces import netns_pids
 
 ROLES = ["orderer", "peer", "client"]
 LAYOUT = {"orderer": ["orderer"], "peer": ["peer"], "client": ["blockwatch", "loadgen"]}
@@ -35,7 +35,7 @@ def exporter_pids(cluster) -> list[int]:
     """PIDs of node-exporter processes inside the cluster's namespaces (zombies excluded)."""
     out = []
     for h in cluster.hosts:
-        for pid in N.netns_pids(cluster.netns(h)):
+        for pid in netns_pids(cluster.netns(h)):
             try:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
                 state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

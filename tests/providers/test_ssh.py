@@ -19,7 +19,7 @@ import yaml
 
 from harness.deploy import run_playbook
 from harness.errors import HarnessError
-from harness.providers import netns as N
+from harness.providers.netns_namespaces import netns_pids
 from harness.providers.ssh import SshProvider
 
 from provider_hosts import LAYOUT, ROLES, exporter_pids, user_inventory
@@ -291,4 +291,4 @@ def test_host_lost_after_up_is_reported_and_down_still_runs(cluster, tmp_path):
         p.down()
     # the peer's exporter could not be stopped: the cluster teardown kills what is left in its namespaces
     left = exporter_pids(cluster)
-    assert [N.netns_pids(cluster.netns("peer")).count(pid) for pid in left] == [1]
+    assert [netns_pids(cluster.netns("peer")).count(pid) for pid in left] == [1]

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from harness.errors import HarnessError
-from harness.providers import ssh as S
+from harness.providers import ssh_links
 from harness.providers.ssh import SshProvider
 from harness.report import _point_delays
 from harness.rundir import write_json
@@ -36,7 +36,7 @@ class RemoteRunnerDouble:
 def provider(tmp_path, monkeypatch):
     """Three peers on three hosts, as after up(), talking to the double instead of Ansible."""
     double = RemoteRunnerDouble()
-    monkeypatch.setattr(S, "adhoc", double.adhoc)
+    monkeypatch.setattr(ssh_links, "adhoc", double.adhoc)
     p = SshProvider(tmp_path / "inv.yml")
     p.run_dir, p.hosts_inventory = tmp_path, tmp_path / "hosts.yml"
     p.role_host = {f"peer{i}": f"p-{i}" for i in range(3)}
@@ -55,7 +55,7 @@ def every_pair(delay_ms):
 def test_zero_delay_links_get_a_netem_that_each_point_changes(provider):
     first = provider.apply_links(every_pair(0.0))   # the sweep's first point: 0 ms, the qdisc must exist
     [(book, cmds)] = provider.double.playbooks
-    assert book == S.LINKS_PLAYBOOK
+    assert book == ssh_links.LINKS_PLAYBOOK
     assert [c for c in cmds["p-0"] if "netem" in c] == [
         "tc qdisc replace dev eth0 parent 1:1 handle 101: netem delay 0ms limit 1000",
         "tc qdisc replace dev eth0 parent 1:2 handle 102: netem delay 0ms limit 1000"]
@@ -64,7 +64,7 @@ def test_zero_delay_links_get_a_netem_that_each_point_changes(provider):
     out = provider.set_link_delay(32.0)
     book, cmds = provider.double.playbooks[-1]
     # one change per netem on its sending host; the queue grows with the delay (10 Gbit/s x 32 ms x 1.5)
-    assert book == S.LINKS_PLAYBOOK and cmds == {
+    assert book == ssh_links.LINKS_PLAYBOOK and cmds == {
         "p-0": ["tc qdisc change dev eth0 parent 1:1 handle 101: netem delay 32ms limit 40001",
                 "tc qdisc change dev eth0 parent 1:2 handle 102: netem delay 32ms limit 40001"],
         "p-1": ["tc qdisc change dev eth0 parent 1:1 handle 101: netem delay 32ms limit 40001",

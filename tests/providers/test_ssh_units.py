@@ -10,6 +10,8 @@ import yaml
 
 from harness.errors import HarnessError
 from harness.providers import ssh as S
+from harness.providers import tc
+from harness.providers.ssh_ansible import load_inventory
 from harness.providers.ssh import SshProvider
 
 needs_ansible = pytest.mark.skipif(shutil.which("ansible-inventory") is None, reason="ansible is not installed")
@@ -32,7 +34,7 @@ def test_inventory_groups_in_order_with_merged_variables(tmp_path):
                                "peer-0": {"ansible_host": "203.0.113.11", "private_ip": "10.0.0.11",
                                           "ansible_user": "admin"}}},
             "client": {"children": {"client_a": {"hosts": {"client-0": {"ansible_host": "203.0.113.20"}}}}}}}})
-    groups, hostvars = S.load_inventory(inv)
+    groups, hostvars = load_inventory(inv)
     assert groups["peer"] == ["peer-1", "peer-0"]          # inventory order: the first is peer-1
     assert groups["client"] == ["client-0"]                # hosts of child groups count
     assert hostvars["peer-0"]["ansible_user"] == "admin"   # host var beats all.vars
@@ -103,7 +105,7 @@ def test_ansible_failures_from_a_playbook_log():
 
 
 def test_tc_commands_rate_and_delay():
-    cmds = S.tc_commands("ens5", [{"address": "10.0.0.2", "rate_mbit": 1000},
+    cmds = tc.tc_commands("ens5", [{"address": "10.0.0.2", "rate_mbit": 1000},
                                   {"address": "10.0.0.3", "delay_ms": 12.5},
                                   {"address": "10.0.0.4", "delay_ms": 20, "rate_mbit": 100}])
     argv = [" ".join(c["argv"]) for c in cmds]
@@ -127,13 +129,13 @@ def test_tc_commands_rate_and_delay():
     ]
     # only deleting the (possibly default) root qdisc may fail
     assert [c["may_fail"] for c in cmds] == [True] + [False] * 9
-    assert S.tc_commands("eth0", []) == []
-    assert S.tc_clear_commands("eth0") == [{"argv": ["tc", "qdisc", "del", "dev", "eth0", "root"],
+    assert tc.tc_commands("eth0", []) == []
+    assert tc.tc_clear_commands("eth0") == [{"argv": ["tc", "qdisc", "del", "dev", "eth0", "root"],
                                             "may_fail": True, "dest": None}]
 
 
 def test_tc_class_ids_are_hex():
-    cmds = S.tc_commands("eth0", [{"address": f"10.0.0.{i}", "rate_mbit": 10} for i in range(1, 12)])
+    cmds = tc.tc_commands("eth0", [{"address": f"10.0.0.{i}", "rate_mbit": 10} for i in range(1, 12)])
     classes = [c["argv"][c["argv"].index("classid") + 1] for c in cmds if "classid" in c["argv"]]
     assert classes[9:] == ["1:a", "1:b"]  # tc reads minor ids as hex
 
@@ -142,7 +144,7 @@ def test_route_devices():
     out = ("10.77.0.2 dev eth0 src 10.77.0.1 uid 0 \\    cache \r\n"
            "local 10.77.0.1 dev lo table local src 10.77.0.1 uid 0 \\    cache <local> \r\n"
            "203.0.113.9 via 10.0.0.1 dev ens5 src 10.0.0.7 uid 1000 \\    cache \r\n")
-    assert S.route_devices(out) == {"10.77.0.2": "eth0", "10.77.0.1": "lo", "203.0.113.9": "ens5"}
+    assert tc.route_devices(out) == {"10.77.0.2": "eth0", "10.77.0.1": "lo", "203.0.113.9": "ens5"}
 
 
 def test_apply_links_checks_roles_and_values(tmp_path):
