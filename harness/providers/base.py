@@ -28,7 +28,6 @@ from .. import cpus as host_cpus
 from ..errors import HarnessError
 
 
-
 class Provider(ABC):
     """Makes hosts available and describes them as an Ansible inventory."""
 
