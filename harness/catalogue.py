@@ -173,12 +173,42 @@ def trivial_bound_problems(doc: dict) -> list[str]:
     return out
 
 
+def declared_drivers(systems_dir: Path) -> list[str]:
+    """Every driver a system declares for either build (``system.yaml`` ``reference.drivers``,
+    ``upstream.yaml`` ``drivers``), read without validating the files (``invoke validate`` does that)."""
+    names: set[str] = set()
+    for path in sorted(Path(systems_dir).glob("*/system.yaml")):
+        names |= set(((load_yaml(path).get("reference") or {}).get("drivers")) or {})
+    for path in sorted(Path(systems_dir).glob("*/upstream.yaml")):
+        names |= set(load_yaml(path).get("drivers") or {})
+    return sorted(names)
+
+
+def catalogue_schema(papers_dir: Path) -> dict | None:
+    """``papers_dir/schema.json`` (None without one) with the enums of ``$defs.system`` and ``$defs.driver``
+    filled in from the systems beside the papers (``papers_dir/../systems``, else this repository's): a new
+    system and its drivers need no edit of the schema."""
+    full = Path(papers_dir) / "schema.json"
+    if not full.exists():
+        return None
+    schema = _load_schema(full)
+    systems_dir = Path(papers_dir).parent / "systems"
+    if not systems_dir.is_dir():
+        systems_dir = REPO_ROOT / "systems"
+    defs = schema.get("$defs") or {}
+    if "system" in defs:
+        defs["system"] = {**defs["system"], "enum": list_systems(systems_dir)}
+    if "driver" in defs:
+        defs["driver"] = {**defs["driver"], "enum": declared_drivers(systems_dir)}
+    return schema
+
+
 def validate_catalogue(doc: dict, file: Path, papers_dir: Path) -> list[str]:
     """All errors of one catalogue document (minimal schema, catalogue schema, references)."""
     errors = schema_errors(doc, _load_schema(SCHEMAS / "catalogue-minimal.json"), file)
-    full = papers_dir / "schema.json"
-    if full.exists():
-        errors += [e for e in schema_errors(doc, _load_schema(full), file) if e not in errors]
+    full = catalogue_schema(papers_dir)
+    if full is not None:
+        errors += [e for e in schema_errors(doc, full, file) if e not in errors]
     if not errors:
         errors = reference_errors(doc, file) + [f"{_rel(file)}: {e}" for e in trivial_bound_problems(doc)]
     return errors
@@ -233,8 +263,9 @@ def load_system(system_id: str, systems_dir: Path | None = None) -> dict:
 def upstream_errors(doc: dict, file: Path) -> list[str]:
     """All errors of an upstream recipe (``systems/<id>/upstream.yaml``): its schema, the system
     it names being the folder it is in, each patch's ``needed_by`` naming drivers of the recipe and
-    its ``adds_targets`` targets of it, and each component's build kind being ``ant`` or one a
-    system's plugin defines (``harness.systems.build_kinds``)."""
+    its ``adds_targets`` targets of it, a patch reused from another system being there, and each
+    component's (the recipe's and its flavours') build kind being one a system's plugin defines
+    (``harness.systems.build_kinds``), with the kind's own fields as its schema says."""
     errors = schema_errors(doc, _load_schema(SCHEMAS / "upstream.json"), file)
     folder = Path(file).resolve().parent.name
     if not errors and doc["system"] != folder:
@@ -246,13 +277,70 @@ def upstream_errors(doc: dict, file: Path) -> list[str]:
                 if unknown:
                     errors.append(f"{_rel(file)}: patches[{i}].{field}: {', '.join(unknown)} not in the recipe's "
                                   f"{'drivers' if field == 'needed_by' else 'targets'} ({', '.join(known) or 'none'})")
-    if not errors and doc.get("components"):
-        kinds = ["ant", *systems.build_kinds()]  # what harness.upstream builds components with
-        for name, component in doc["components"].items():
-            if component["build"]["kind"] not in kinds:
-                errors.append(f"{_rel(file)}: components.{name}.build.kind: unknown build kind "
-                              f"{component['build']['kind']!r} (known: {', '.join(kinds)})")
+            errors += _reused_patch_errors(entry, i, Path(file))
+    if not errors:
+        errors += build_kind_errors(doc, file)
     return errors
+
+
+def _reused_patch_errors(entry: dict, i: int, file: Path) -> list[str]:
+    """A patch entry naming another system: that system, and the file in its ``patches/``, exist.
+
+    Checked when the recipe is read, not at build time only: the other system's folder may rename or
+    drop the file without touching this recipe."""
+    owner = entry.get("system")
+    if not owner:
+        return []
+    systems_dir = file.resolve().parent.parent
+    if not (systems_dir / owner / "system.yaml").is_file():
+        return [f"{_rel(file)}: patches[{i}].system: no system {owner!r} (systems: "
+                f"{', '.join(list_systems(systems_dir)) or 'none'})"]
+    if not (systems_dir / owner / "patches" / entry["patch"]).is_file():
+        return [f"{_rel(file)}: patches[{i}].patch: system {owner} has no patch {entry['patch']} "
+                f"(systems/{owner}/patches/)"]
+    return []
+
+
+#: The fields of a component's ``build`` every kind has (harness/schemas/upstream.json); the rest are the kind's.
+CORE_BUILD_FIELDS = ("kind", "outputs", "remove")
+
+
+def build_kind_errors(doc: dict, file: Path) -> list[str]:
+    """Each component's build kind is known, and the component's ``build`` fields beyond the core's are
+    the kind's (its ``BuildKind.schema``; a field it does not name is refused)."""
+    places = [("components", doc.get("components") or {})]
+    places += [(f"flavours[{i}].components", f.get("components") or {})
+               for i, f in enumerate(doc.get("flavours") or [])]
+    if not any(components for _, components in places):
+        return []  # without loading the plugins
+    kinds = systems.build_kinds()
+    errors = []
+    for where, components in places:
+        for name, component in components.items():
+            spec, at = component["build"], f"{_rel(file)}: {where}.{name}.build"
+            kind = kinds.get(spec["kind"])
+            if kind is None:
+                errors.append(f"{at}.kind: unknown build kind {spec['kind']!r} (known: {', '.join(sorted(kinds))})")
+                continue
+            schema = {"type": "object", "additionalProperties": False, **kind.schema}
+            fields = {k: v for k, v in spec.items() if k not in CORE_BUILD_FIELDS}
+            found = sorted(jsonschema.validators.validator_for(schema)(schema).iter_errors(fields),
+                           key=lambda e: [str(p) for p in e.absolute_path])
+            # one line per problem: jsonschema reports each missing field, the line names them all
+            errors += dict.fromkeys(f"{at}{_kind_field_error(e, spec['kind'], schema)}" for e in found)
+    return errors
+
+
+def _kind_field_error(error: jsonschema.ValidationError, kind: str, schema: dict) -> str:
+    """``.<field>: what is wrong`` for a violation of build kind ``kind``'s schema."""
+    own = ", ".join(sorted(schema.get("properties") or {})) or "none"
+    if error.validator == "additionalProperties" and not error.absolute_path:
+        extra = sorted(set(error.instance) - set(schema.get("properties") or {}))
+        return f".{', '.join(extra)}: not a field of build kind {kind!r} (its fields: {own})"
+    if error.validator == "required" and not error.absolute_path:
+        missing = sorted(f for f in error.validator_value if f not in error.instance)
+        return f".{', '.join(missing)}: required by build kind {kind!r}"
+    return f".{json_path(error.absolute_path)}: {_describe(error)} (build kind {kind!r})"
 
 
 def load_upstream(system_id: str, systems_dir: Path | None = None) -> dict:

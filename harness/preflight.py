@@ -20,8 +20,8 @@ one ``PreflightError`` with one line per problem (issue 24, item 1):
   ``ip``, ``unshare``, ``ssh``, ``sshd`` and, where links are delayed,
   toxiproxy.
 * **build**: the reference build's commands built in ``bin/``; an upstream
-  build's source at hand (snapshot or git) and its toolchain (Go; Java and Ant,
-  Erlang and make where its components need them).
+  build's source at hand (snapshot or git) and its toolchain (Go, and the
+  ``tools`` of its components' build kinds, ``harness.plugin_api.BuildKind``).
 * **disk**: free space on the file systems of the run store and the work
   directory, at least ``MIN_FREE_GIB[scale]`` (smoke 2 GiB, local 5 GiB,
   paper 20 GiB: a smoke point keeps tens of MB of ledgers, logs and tables,
@@ -295,10 +295,8 @@ def build_problems(choice, source: str, bin_dir: Path, systems_dir: Path | None 
         if why:
             problems.append(f"upstream build of {system} cannot be made: {why}")
         tools["go"].append(system)
-        kinds = {c["build"]["kind"] for c in (recipe.get("components") or {}).values()}
-        extra = build_kinds()  # the systems' own component build kinds (harness/systems.py)
-        for tool in (["java", "ant"] if "ant" in kinds else []) + [t for k in sorted(kinds & set(extra))
-                                                                    for t in extra[k].tools]:
+        kinds = build_kinds()
+        for tool in dict.fromkeys(t for k in upstream.component_kinds(recipe) if k in kinds for t in kinds[k].tools):
             tools.setdefault(tool, []).append(system)
     for tool, by in tools.items():
         if by and not shutil.which(tool):

@@ -18,23 +18,13 @@ from . import REPO_ROOT
 from .errors import HarnessError
 from .tools import ensure_go_bin_on_path, require_tool
 
+#: What the core needs from Debian; each system states its own in its system.yaml (``setup``).
 APT_PACKAGES = ["protobuf-compiler", "libprotobuf-dev", "prometheus", "prometheus-node-exporter",
                 "openssh-server", "openssh-client", "iproute2", "util-linux", "curl",
                 # the system Python that Ansible runs modules with on netns hosts, and the tests' bin/ double, read YAML
                 "python3-yaml",
-                # the BFT-SMaRt ordering service's Java nodes and frontends, built with Ant (systems/bftsmart-orderer)
-                "openjdk-17-jdk-headless", "ant",
                 # the report's browser check: headless Chromium loads the rendered HTML (test_report_browser.py)
-                "chromium",
-                # Fabric v0.6.1's state database, RocksDB, and its compression libraries (systems/fujitsu-api)
-                "librocksdb-dev", "libsnappy-dev", "liblz4-dev", "libzstd-dev", "libbz2-dev", "zlib1g-dev",
-                # Apache CouchDB 3.3.3 built from source (systems/validation-opt, its upstream recipe's couchdb component): Erlang 25, SpiderMonkey 78, ICU
-                "erlang-nox", "erlang-dev", "erlang-reltool", "erlang-eunit", "erlang-src", "libmozjs-78-dev",
-                "libicu-dev"]
-# Installed from Debian only when the command is absent: on machines whose
-# Node.js comes from another source, npm ships inside that nodejs package and
-# Debian's npm would conflict with it.
-APT_IF_COMMAND_MISSING = {"npm": ["nodejs", "npm"]}
+                "chromium"]
 GO_TOOLS = {"protoc-gen-go": "google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11",
             "protoc-gen-go-grpc": "google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1"}
 
@@ -48,8 +38,26 @@ def sh(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
-def missing_apt_packages(packages=APT_PACKAGES) -> list[str]:
-    """The packages of ``packages`` that dpkg does not report as installed."""
+def system_setup(systems_dir=None) -> tuple[list[str], dict[str, list[str]]]:
+    """What the discovered systems need installed (``setup`` of each ``system.yaml``): the union of their
+    ``apt`` packages, and of their ``apt_if_command_missing`` (command -> packages, installed only when
+    the command is absent: e.g. Debian's npm conflicts with the npm inside a nodejs from elsewhere)."""
+    from . import systems  # the loader needs the Python requirements, which setup installs first
+    apt: list[str] = []
+    if_missing: dict[str, list[str]] = {}
+    for name in systems.names(systems_dir):
+        wanted = systems.declaration(name, systems_dir).get("setup") or {}
+        apt += wanted.get("apt") or []
+        for command, packages in (wanted.get("apt_if_command_missing") or {}).items():
+            if_missing.setdefault(command, []).extend(packages)
+    return list(dict.fromkeys(apt)), {c: list(dict.fromkeys(p)) for c, p in if_missing.items()}
+
+
+def missing_apt_packages(packages=None) -> list[str]:
+    """The packages of ``packages`` (default: the core's and every system's) that dpkg does not report as
+    installed."""
+    if packages is None:
+        packages = list(dict.fromkeys(APT_PACKAGES + system_setup()[0]))
     missing = []
     for pkg in packages:
         out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True, check=False)
@@ -58,18 +66,29 @@ def missing_apt_packages(packages=APT_PACKAGES) -> list[str]:
     return missing
 
 
-def setup() -> None:
-    """Install apt packages, Python requirements and Go tools that are missing, then build."""
-    missing = missing_apt_packages()
-    for command, packages in APT_IF_COMMAND_MISSING.items():
-        if not shutil.which(command):
-            missing += packages
-    if missing:
-        sudo = [] if os.geteuid() == 0 else ["sudo"]
+def _apt_install(packages: list[str], updated: bool) -> bool:
+    """Install ``packages`` (none: nothing); whether the package lists are now updated."""
+    if not packages:
+        return updated
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    if not updated:
         sh(sudo + ["apt-get", "update"])
-        sh(sudo + ["apt-get", "install", "-y", "--no-install-recommends"] + missing,
-           env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    sh(sudo + ["apt-get", "install", "-y", "--no-install-recommends"] + packages,
+       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    return True
+
+
+def setup() -> None:
+    """Install the core's apt packages, the Python requirements, every system's apt packages and the Go tools
+    that are missing, then build."""
+    updated = _apt_install(missing_apt_packages(APT_PACKAGES), False)
     sh([sys.executable, "-m", "pip", "install", "-q", "-r", "requirements.txt"])
+    apt, if_missing = system_setup()
+    missing = missing_apt_packages(apt)
+    for command, packages in if_missing.items():
+        if not shutil.which(command):
+            missing += [p for p in packages if p not in missing]
+    _apt_install(missing, updated)
     require_tool("go")
     ensure_go_bin_on_path()
     for tool, module in GO_TOOLS.items():

@@ -1,15 +1,14 @@
 """The BFT-SMaRt ordering service's hooks (harness/systems.py): its roles' variables, the tables
 parsed from its programs' logs and their metrics, and the report's Eq. 1 and Fig. 7 parts."""
 
-from harness.metrics import Metric, percentile
-from harness.systems import IndependentCheck, SystemPlugin, Table
+from harness.plugin_api import IndependentCheck, Metric, SystemPlugin, Table, percentile
 
-from . import evidence, logs, model
+from . import ant_build, evidence, logs, microbench, model
 
 #: The role variables each point parameter sets (bftsmart_geo_*: Fig. 7's geo driver, role bftsmart_geo).
 VARIABLES = {
     "nodes": ["bftsmart_config_nodes"],
-    "envelopes_per_block": ["bftsmart_config_block_size", "bftsmart_sigbench_block_size", "bftsmart_geo_block_size"],
+    "block_size": ["bftsmart_config_block_size", "bftsmart_sigbench_block_size", "bftsmart_geo_block_size"],  # envelopes
     "receivers": ["bftsmart_config_frontends"],          # every workload client also receives every block
     "signing_threads": ["bftsmart_config_signing_threads", "bftsmart_sigbench_threads"],
     "envelope_bytes": ["bftsmart_workload_envelope_bytes", "bftsmart_sigbench_envelope_bytes",
@@ -60,3 +59,9 @@ class Plugin(SystemPlugin):
     def independent_checks(self) -> list[IndependentCheck]:
         # bft-ordering (Fig. 6) and bft-geo (Fig. 7); signature-bench counts no transactions (evidence.py)
         return list(evidence.CHECKS)
+
+    def commands(self) -> list:
+        return [microbench.COMMAND]
+
+    def build_kinds(self) -> dict:
+        return {**super().build_kinds(), ant_build.NAME: ant_build.KIND}

@@ -101,3 +101,41 @@ def test_validate_checks_upstream_recipes(tmp_path):
     (system / "upstream.yaml").write_text(yaml.safe_dump(recipe))
     assert validate_all(tmp_path) == {str(system / "upstream.yaml"): []}
     assert load_recipe("fabric-1.2", tmp_path / "systems") == recipe
+
+
+def test_papers_schema_takes_its_systems_and_drivers_from_discovery(tmp_path):
+    """papers/schema.json lists no system and no driver: the catalogue validation fills both in from the
+    systems beside the papers, so a new system's folder is all a paper needs to name it and its drivers."""
+    import json
+    import shutil
+
+    from harness.catalogue import catalogue_schema, declared_drivers, list_systems
+    raw = json.loads((ROOT / "papers" / "schema.json").read_text(encoding="utf-8"))
+    assert "enum" not in raw["$defs"]["system"] and "enum" not in raw["$defs"]["driver"]
+    filled = catalogue_schema(ROOT / "papers")["$defs"]
+    assert filled["system"]["enum"] == list_systems() and "fabric-1.2" in filled["system"]["enum"]
+    assert filled["driver"]["enum"] == declared_drivers(ROOT / "systems")
+    assert {"end-to-end", "committer-bench", "validation-breakdown", "bft-geo"} <= set(filled["driver"]["enum"])
+
+    papers, systems = tmp_path / "papers", tmp_path / "systems"
+    papers.mkdir()
+    shutil.copy(ROOT / "papers" / "schema.json", papers)
+    for path in (ROOT / "systems").glob("*/*.yaml"):
+        if path.name in ("system.yaml", "upstream.yaml"):
+            (systems / path.parent.name).mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, systems / path.parent.name)
+    doc = yaml.safe_load((ROOT / "papers" / "fastfabric.yaml").read_text(encoding="utf-8"))
+    experiment = doc["experiments"][0]
+    experiment["driver"] = "toy-echo"
+    experiment["variants"][0]["system"] = "toy-echo"
+    (papers / "fastfabric.yaml").write_text(yaml.safe_dump(doc, allow_unicode=True))
+    errors = validate_file(papers / "fastfabric.yaml")
+    assert any(e.endswith("experiments[0].driver: expected one of " + str(declared_drivers(systems)) +
+                          ", got 'toy-echo'") for e in errors), errors
+    assert any(".variants[0].system: expected one of " in e and e.endswith("got 'toy-echo'") for e in errors), errors
+    (systems / "toy-echo").mkdir()
+    (systems / "toy-echo" / "system.yaml").write_text(yaml.safe_dump({
+        "schema_version": 1, "id": "toy-echo", "paper": "toy-echo", "description": "test double",
+        "reference": {"commands": [], "switches": {}, "drivers": {"toy-echo": {
+            "playbook": "toy-echo.yml", "roles": ["toy_echo"], "binaries": [], "placement": {"toy_echo": "client"}}}}}))
+    assert validate_file(papers / "fastfabric.yaml") == []

@@ -152,3 +152,17 @@ def test_every_problem_is_one_line_of_one_error(tmp_path, monkeypatch):
     assert lines[0].startswith("preflight: ") and all(l.startswith("  - ") for l in lines[1:-1])
     assert lines[-1] == "  hint: run `invoke build`"
     assert any("not built: bin/loadgen" in l for l in lines)
+
+
+def test_an_upstream_build_needs_its_component_kinds_tools(tmp_path, monkeypatch):
+    """bftsmart-orderer's components are built by its plugin's ant kind: the preflight names java and ant
+    (the kind's tools), with no kind named in the core."""
+    from harness import upstream
+    monkeypatch.setattr(upstream, "source_available", lambda recipe, source: None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    found = preflight.build_problems(Choice("upstream", {"bftsmart-orderer": {"placement": {}, "binaries": []}}),
+                                     "auto", tmp_path)
+    for tool in ("go", "java", "ant"):
+        assert any(p.startswith(f"{tool} not found on PATH (needed to build the upstream bftsmart-orderer")
+                   for p in found), found
+    assert not any(p.startswith(("erl ", "make ")) for p in found), "couchdb-release's tools: not this recipe's"

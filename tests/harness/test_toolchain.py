@@ -1,5 +1,11 @@
-"""Counting Go and pytest results for the summary line of `invoke test`."""
+"""Counting Go and pytest results for the summary line of `invoke test`; what `invoke setup` installs:
+the core's packages and each system's own (system.yaml ``setup``)."""
 
+import subprocess
+
+import yaml
+
+from harness import toolchain
 from harness.toolchain import go_test_counts, go_test_skips, pytest_counts, pytest_skips
 
 
@@ -34,3 +40,61 @@ def test_skips_are_counted_by_reason():
         '{"Action":"pass","Package":"p","Test":"TestB"}',
     ])
     assert go_test_skips(lines) == {"no upstream snapshot": 1}
+
+
+def _system(root, name, setup=None):
+    (root / name).mkdir(parents=True)
+    doc = {"schema_version": 1, "id": name, "paper": "toy", "description": "test double",
+           "reference": {"commands": [], "switches": {}}, **({"setup": setup} if setup else {})}
+    (root / name / "system.yaml").write_text(yaml.safe_dump(doc))
+
+
+def test_each_system_states_its_own_packages(tmp_path):
+    _system(tmp_path, "a", {"apt": ["openjdk-17-jdk-headless", "ant"], "apt_if_command_missing": {"npm": ["nodejs"]}})
+    _system(tmp_path, "b", {"apt": ["openjdk-17-jdk-headless", "maven"],
+                            "apt_if_command_missing": {"npm": ["nodejs", "npm"]}})
+    _system(tmp_path, "c")
+    assert toolchain.system_setup(tmp_path) == (["openjdk-17-jdk-headless", "ant", "maven"],
+                                                {"npm": ["nodejs", "npm"]})
+
+
+def test_the_core_lists_only_its_own_packages():
+    """No system's packages in the core's list: the repository's systems state theirs (system.yaml setup)."""
+    apt, if_missing = toolchain.system_setup()
+    for package in ("ant", "openjdk-17-jdk-headless", "librocksdb-dev", "erlang-nox", "libmozjs-78-dev"):
+        assert package in apt and package not in toolchain.APT_PACKAGES, package
+    assert if_missing == {"npm": ["nodejs", "npm"]}
+    assert "protobuf-compiler" in toolchain.APT_PACKAGES and not hasattr(toolchain, "APT_IF_COMMAND_MISSING")
+
+
+def test_missing_packages_default_to_the_core_and_every_system(monkeypatch):
+    asked = []
+
+    def dpkg_query(cmd, **kwargs):
+        asked.append(cmd[-1])
+        return subprocess.CompletedProcess(cmd, 0, stdout="install ok installed" if cmd[-1] != "ant" else "")
+    monkeypatch.setattr(toolchain, "system_setup", lambda: (["ant", "curl"], {}))
+    monkeypatch.setattr(toolchain.subprocess, "run", dpkg_query)
+    assert toolchain.missing_apt_packages() == ["ant"]
+    assert asked == [*toolchain.APT_PACKAGES, "ant"], "each package asked once"
+
+
+def test_setup_installs_the_cores_packages_before_the_requirements_and_the_systems_after(monkeypatch):
+    """The systems' setup is read by the plugin loader, which needs the Python requirements: so the core's
+    packages, pip, then the systems' (one apt-get update); npm's packages only where npm is absent."""
+    commands = []
+    monkeypatch.setattr(toolchain, "sh", lambda cmd, **kw: commands.append(" ".join(cmd)))
+    monkeypatch.setattr(toolchain, "missing_apt_packages",
+                        lambda packages: [p for p in packages if p in ("curl", "ant")])
+    monkeypatch.setattr(toolchain, "system_setup", lambda: (["ant", "maven"], {"npm": ["nodejs", "npm"]}))
+    monkeypatch.setattr(toolchain.shutil, "which", lambda name: None if name == "npm" else f"/usr/bin/{name}")
+    monkeypatch.setattr(toolchain, "require_tool", lambda name: name)
+    monkeypatch.setattr(toolchain, "ensure_go_bin_on_path", lambda: None)
+    monkeypatch.setattr(toolchain, "build", lambda: commands.append("build"))
+    monkeypatch.setattr(toolchain.os, "geteuid", lambda: 0)
+    toolchain.setup()
+    installs = [c for c in commands if c.startswith("apt-get")]
+    assert installs == ["apt-get update", "apt-get install -y --no-install-recommends curl",
+                        "apt-get install -y --no-install-recommends ant nodejs npm"]
+    pip = next(i for i, c in enumerate(commands) if " pip install " in c)
+    assert commands.index(installs[1]) < pip < commands.index(installs[2]) and commands[-1] == "build"

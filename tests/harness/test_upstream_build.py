@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import systems, upstream
+from harness import upstream
 from harness.errors import HarnessError
 
 pytestmark = pytest.mark.skipif(not shutil.which("go") or not shutil.which("git"), reason="needs go and git")
@@ -183,19 +183,6 @@ def test_invalid_recipe_and_unknown_system_are_clear(project):
         upstream.load_recipe("toy", project["systems"])
 
 
-def test_component_build_kind_is_ant_or_one_a_system_defines(project):
-    """The schema takes any build kind (the core names none of a system's); the loader refuses one that is
-    neither ``ant`` nor a kind of a system's plugin (harness.systems.build_kinds), naming the known ones."""
-    component = {"repository": "example/nodes", "commit": "0" * 40, "pin_source": "test double",
-                 "build": {"kind": "gradle", "target": "jar", "outputs": ["dist/nodes.jar"]}}
-    _write_recipe(project, components={"nodes": component})
-    with pytest.raises(HarnessError, match=r"components\.nodes\.build\.kind: unknown build kind 'gradle' \(known: ant"):
-        upstream.load_recipe("toy", project["systems"])
-    for kind in ["ant", *systems.build_kinds()]:
-        _write_recipe(project, components={"nodes": {**component, "build": {**component["build"], "kind": kind}}})
-        assert upstream.load_recipe("toy", project["systems"])["components"]["nodes"]["build"]["kind"] == kind
-
-
 def test_repository_recipes_are_valid():
     snapshots = upstream.snapshots_dir()
     manifest = upstream.read_manifest(snapshots) if (snapshots / "MANIFEST.tsv").is_file() else {}
@@ -259,3 +246,25 @@ def test_chaincode_is_built_with_the_recipes_tags(project, tmp_path):
                   chaincodes={"cc": {"source": str(chaincode), "import_path": "example.org/cc"}})
     b, _ = _build(project, "git")
     assert _run(b.bin_dir / "cc") == "tagged"
+
+
+def test_a_patch_reused_from_another_system_is_applied_recorded_and_keyed_by_its_content(project, tmp_path):
+    """A recipe's patch entry may name the system whose file it is (one fix, one file): the build applies
+    it, records whose it is, and keeps the key a copy of the same file in the recipe's own folder had."""
+    (project["systems"] / "toy" / "patches" / "0001-bonjour.patch").write_text(PATCH)
+    _write_recipe(project, patches=["0001-bonjour.patch"])
+    copy, _ = _build(project, "git")
+    donor = project["systems"] / "donor"
+    (donor / "patches").mkdir(parents=True)
+    (donor / "system.yaml").write_text(yaml.safe_dump({"schema_version": 1, "id": "donor", "paper": "toy",
+                                                       "description": "test double",
+                                                       "reference": {"commands": [], "switches": {}}}))
+    (project["systems"] / "toy" / "patches" / "0001-bonjour.patch").rename(donor / "patches" / "0001-bonjour.patch")
+    _write_recipe(project, patches=[{"patch": "0001-bonjour.patch", "system": "donor", "why": "the same fix"}])
+    reused = upstream.build("toy", "git", systems_dir=project["systems"], builds=tmp_path / "other-builds",
+                            log=lambda _: None)
+    assert reused.info["key"] == copy.info["key"], "the key hashes the patch's content, not where it lives"
+    assert _run(reused.bin_dir / "toy") == "bonjour"
+    (p,) = reused.info["patches"]
+    assert p["name"] == "0001-bonjour.patch" and p["system"] == "donor" and "system" not in copy.info["patches"][0]
+    assert reused.info["patch_series"] == [{"name": "0001-bonjour.patch", "status": "applied"}]

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from harness import upstream
+from harness import upstream, upstream_source
 from harness.errors import HarnessError
 
 needs_go_and_java = pytest.mark.skipif(not all(shutil.which(t) for t in ("go", "git", "java", "ant")),
@@ -52,13 +52,13 @@ def project(tmp_path, monkeypatch):
     systems = tmp_path / "systems"
     (systems / "toy").mkdir(parents=True)
     # test double: components have no clone_url in the schema, so example/nodes is cloned from the local repository
-    real = upstream._from_git
+    real = upstream_source._from_git
 
     def from_git(recipe, dest):
         if recipe["repository"] == "example/nodes":
             recipe = {**recipe, "clone_url": (tmp_path / "java").as_uri()}
         return real(recipe, dest)
-    monkeypatch.setattr(upstream, "_from_git", from_git)
+    monkeypatch.setattr(upstream_source, "_from_git", from_git)
     return {"tmp": tmp_path, "systems": systems, "recipe": recipe}
 
 

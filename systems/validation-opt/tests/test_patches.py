@@ -29,6 +29,7 @@ from harness import upstream
 ROOT = Path(__file__).resolve().parents[3]
 PATCH_DIR = ROOT / "systems" / "validation-opt" / "patches"
 RECIPE = upstream.load_recipe("validation-opt")
+SERIES = upstream.patch_series("validation-opt", RECIPE)
 
 
 def _skip_reason() -> str | None:
@@ -41,11 +42,15 @@ def _skip_reason() -> str | None:
 
 def test_every_patch_is_listed_once_with_its_kind():
     flavour_patches = [p for f in RECIPE["flavours"] for p in f["patches"]]
-    listed = RECIPE["patches"] + flavour_patches
-    assert sorted(listed) == sorted(p.name for p in PATCH_DIR.glob("*.patch"))
-    kinds = {p: upstream.read_patch(PATCH_DIR / p).header["Kind"] for p in listed}
-    assert {kinds[p] for p in RECIPE["patches"]} == {"fix", "instrumentation"}, kinds
-    assert {kinds[p] for p in flavour_patches} == {"mechanism"}, kinds
+    own = [p.name for p in SERIES if p.system is None] + flavour_patches
+    assert sorted(own) == sorted(p.name for p in PATCH_DIR.glob("*.patch"))
+    # the lock-order fix is Fabric 1.2's file, reused (upstream.yaml patches[0].system), not a copy
+    assert [(p.name, p.system) for p in SERIES if p.system] == [("0001-blocksitr-close-lock-order.patch", "fabric-1.2")]
+    assert not (PATCH_DIR / "0001-blocksitr-close-lock-order.patch").exists()
+    series_kinds = {p.name: p.header["Kind"] for p in SERIES}
+    assert set(series_kinds.values()) == {"fix", "instrumentation"}, series_kinds
+    kinds = {p: upstream.read_patch(PATCH_DIR / p).header["Kind"] for p in flavour_patches}
+    assert set(kinds.values()) == {"mechanism"}, kinds
     assert [len(f["patches"]) for f in RECIPE["flavours"]] == [1, 1, 1]
     # Each switch of system.yaml but the state database picks exactly one mechanism patch.
     assert sorted(k for f in RECIPE["flavours"] for k in f["when"]) == \
@@ -69,10 +74,11 @@ def tree(tmp_path_factory) -> Path:
 
 
 def _apply(tree: Path, names: list[str]) -> None:
-    for name in names:
-        out = subprocess.run(["git", "apply", "--whitespace=nowarn", str(PATCH_DIR / name)], cwd=tree,
+    """Apply the always-applied series, then the mechanism patches ``names``."""
+    for path in [p.path for p in SERIES] + [PATCH_DIR / name for name in names]:
+        out = subprocess.run(["git", "apply", "--whitespace=nowarn", str(path)], cwd=tree,
                              capture_output=True, text=True)
-        assert out.returncode == 0, f"{name} does not apply: {out.stderr}"
+        assert out.returncode == 0, f"{path.name} does not apply: {out.stderr}"
 
 
 def _reset(tree: Path) -> None:
@@ -85,14 +91,14 @@ def test_every_combination_of_mechanisms_applies(tree):
     for n in range(len(mechanisms) + 1):
         for combo in itertools.combinations(mechanisms, n):
             _reset(tree)
-            _apply(tree, RECIPE["patches"] + list(combo))
+            _apply(tree, list(combo))
     _reset(tree)
 
 
 def test_phase_log_golden_rows(tree, tmp_path):
     """0003's Go test pins both CSV rows on fixed times (TestGoldenRows, TestGoldenOptimized) and follows a block through the hooks."""
     _reset(tree)
-    _apply(tree, RECIPE["patches"])
+    _apply(tree, [])
     gopath = tree.parents[3]
     env = {**os.environ, "GOPATH": str(gopath), "GO111MODULE": "off", "GOFLAGS": "-tags=nopkcs11", "TMPDIR": str(tmp_path)}
     env.pop("FABRICREPRO_BLOCK_LOG", None)
@@ -123,7 +129,7 @@ def test_fabric_tests_pass_with_every_mechanism(tree, tmp_path):
     (statebasedval's and lockbasedtxmgr's CouchDB tests need a CouchDB at couchdb:5984 and are left out.)
     """
     _reset(tree)
-    _apply(tree, RECIPE["patches"] + [f["patches"][0] for f in RECIPE["flavours"]])
+    _apply(tree, [f["patches"][0] for f in RECIPE["flavours"]])
     gopath = tree.parents[3]
     env = {**os.environ, "GOPATH": str(gopath), "GO111MODULE": "off", "GOFLAGS": "-tags=nopkcs11", "TMPDIR": str(tmp_path)}
     env.pop("FABRICREPRO_BLOCK_LOG", None)
