@@ -202,14 +202,3 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
             choice.companions.setdefault(variant, {})[other] = companion
             choice.variants[variant].setdefault("companions", {})[other] = {
                 k: v for k, v in companion.provenance().items() if k in ("system", "key", "path", "patches")}
-
-
-def known_drivers(systems_dir: Path | None = None) -> set[str]:
-    """Every driver name any system declares, for either build."""
-    systems_dir = systems_dir or REPO_ROOT / "systems"
-    names: set[str] = set()
-    for path in Path(systems_dir).glob("*/system.yaml"):
-        names |= set((load_system(path.parent.name, systems_dir)["reference"].get("drivers") or {}))
-    for system in upstream.systems_with_recipe(systems_dir):
-        names |= set(upstream.load_recipe(system, systems_dir).get("drivers") or {})
-    return names

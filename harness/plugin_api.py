@@ -85,7 +85,7 @@ class BuildKind:
     else it fetched (or None); ``context`` is a ``BuildContext``. ``toolchain()`` says which toolchain
     builds it (part of the build's cache key); ``tools`` are the programs it runs (checked before a run,
     ``harness.preflight``); ``schema`` is the JSON schema of the kind's fields in ``build`` (beyond
-    ``kind``), checked when the recipe is read.
+    ``kind``, ``outputs`` and ``remove``), checked when the recipe is read.
     """
     build: Callable
     toolchain: Callable[[], str]

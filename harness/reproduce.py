@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import REPO_ROOT, SCHEMA_VERSION, preflight, validity
 from .analyze import analyze_run
-from .catalogue import SCALES, load_paper
+from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
 from .plan import Plan, add_controls, expand, for_build, make_plan, pending
 from .progress import Progress
@@ -22,7 +22,7 @@ from .providers import PROVIDERS, get_provider
 from .report import render_paper
 from .rundir import Run, write_json
 from .resources import ResourceMonitor
-from .builds import Choice, build_kind, choose_build, known_drivers, prepare
+from .builds import Choice, build_kind, choose_build, prepare
 from .runner import host_ports, run_point
 from .tools import require_binaries, require_tool
 
@@ -40,7 +40,7 @@ def skip_reason(experiment: dict, systems_dir: Path | None = None, provider: str
         # its result is the effect of the delays (e.g. geo-distributed latency): without them it means nothing
         return ("its links have fixed delays (network), which the local provider cannot apply "
                 "(every role on one host): use --provider auto (the default: netns here), netns, ssh or aws")
-    drivers = known_drivers(systems_dir)
+    drivers = declared_drivers(systems_dir or REPO_ROOT / "systems")
     if experiment.get("driver") not in drivers:
         return f"driver {experiment.get('driver')!r} has no runner yet (runners: {', '.join(sorted(drivers))})"
     return None
