@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from . import REPO_ROOT
 from . import upstream
 from .deploy import role_defaults
 from .catalogue import load_system
