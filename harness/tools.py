@@ -17,7 +17,6 @@ INSTALLED_BY = {
     "protoc": "invoke setup",
     "protoc-gen-go": "invoke setup",
     "protoc-gen-go-grpc": "invoke setup",
-    "npm": "invoke setup",
 }
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "harness"
@@ -367,3 +368,73 @@ def test_no_internal_go_package_imports_a_workload():
     assert upward_go_imports("fabricrepro/internal/peer fmt fabricrepro/workloads/money-transfer\n"
                              "fabricrepro/cmd/peer fabricrepro/workloads/money-transfer") == [
         "fabricrepro/internal/peer imports fabricrepro/workloads/money-transfer"]
+
+
+def _component_kinds(node) -> set[str]:
+    """The component build kinds a recipe (or part of one) names: ``components.<name>.build.kind``, flavours too."""
+    out: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "components" and isinstance(value, dict):
+                out |= {c["build"]["kind"] for c in value.values() if isinstance((c or {}).get("build"), dict)}
+            out |= _component_kinds(value)
+    elif isinstance(node, list):
+        for value in node:
+            out |= _component_kinds(value)
+    return out
+
+
+def system_only_names(systems: Path = SYSTEMS) -> dict[str, str]:
+    """``{name: what it is}`` of what belongs to systems: the component build kinds their recipes use, the OS
+    packages their ``system.yaml`` ``setup`` installs, and the parameters their ``parameters.yaml`` declare."""
+    out = {}
+    for recipe in sorted(systems.glob("*/upstream.yaml")):
+        out.update({k: f"a build kind of {recipe.parent.name}" for k in _component_kinds(yaml.safe_load(recipe.read_text()))})
+    for path in sorted(systems.glob("*/system.yaml")):
+        setup = (yaml.safe_load(path.read_text()) or {}).get("setup") or {}
+        packages = [*(setup.get("apt") or []), *(p for ps in (setup.get("apt_if_command_missing") or {}).values() for p in ps)]
+        out.update({p: f"an OS package of {path.parent.name}" for p in packages})
+    for path in sorted(systems.glob("*/parameters.yaml")):
+        out.update({p: f"a parameter of {path.parent.name}" for p in (yaml.safe_load(path.read_text()) or {})})
+    return out
+
+
+def core_mentions(names: dict[str, str], harness: Path = HARNESS) -> list[str]:
+    """Where the core's code (strings that are not docstrings) or its own parameter and defaults files name one
+    of ``names``. A package the core itself installs (``toolchain.APT_PACKAGES``) may also be a system's."""
+    problems = []
+    for path in sorted(harness.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        skip = docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip \
+                    and node.value in names:
+                problems.append(f"{path.relative_to(harness.parent)}:{node.lineno}: {node.value!r} is {names[node.value]}")
+    for name in ("parameters.yaml", "defaults.yaml"):
+        declared = yaml.safe_load((harness / name).read_text()) or {} if (harness / name).is_file() else {}
+        problems += [f"harness/{name}: {key!r} is {names[key]}" for key in declared if key in names]
+    return problems
+
+
+def test_the_core_holds_no_system_only_build_kind_package_or_parameter():
+    names = system_only_names()
+    assert {"ant", "couchdb-release"} <= set(names) and any("parameter of" in w for w in names.values())
+    problems = core_mentions(names)
+    assert not problems, "the core holds what belongs to a system:\n" + "\n".join(problems)
+
+
+def test_the_check_sees_a_build_kind_a_package_and_a_parameter_in_the_core(tmp_path):
+    systems, harness = tmp_path / "systems", tmp_path / "harness"
+    (systems / "toy").mkdir(parents=True)
+    harness.mkdir()
+    (systems / "toy" / "upstream.yaml").write_text("flavours:\n  x:\n    components:\n      c: {build: {kind: toy-make}}\n")
+    (systems / "toy" / "system.yaml").write_text("setup: {apt: [libtoy-dev]}\n")
+    (systems / "toy" / "parameters.yaml").write_text("toy_depth: {type: integer}\n")
+    (harness / "upstream.py").write_text('"""Builds, e.g. with toy-make."""\nKINDS = ["toy-make"]\nAPT = ("libtoy-dev",)\n')
+    (harness / "parameters.yaml").write_text("toy_depth: {type: integer}\nblock_size: {type: integer}\n")
+    names = system_only_names(systems)
+    assert names == {"toy-make": "a build kind of toy", "libtoy-dev": "an OS package of toy",
+                     "toy_depth": "a parameter of toy"}
+    assert core_mentions(names, harness) == ["harness/upstream.py:2: 'toy-make' is a build kind of toy",
+                                             "harness/upstream.py:3: 'libtoy-dev' is an OS package of toy",
+                                             "harness/parameters.yaml: 'toy_depth' is a parameter of toy"]
