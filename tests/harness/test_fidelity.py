@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import fidelity
-from harness.report import fmt
+from harness.report.text import fmt
 
 
 def _run(name, kind, host=None, scale="smoke"):
@@ -58,7 +58,7 @@ def test_section_lists_each_experiment_with_both_builds(monkeypatch):
 
 
 def test_caption_names_the_upstream_build_and_its_drivers_deviation():
-    from harness.report import caption
+    from harness.report.text import caption
     meta = {"run_id": "r", "status": "complete", "provider": "local", "scale": "smoke",
             "host": {"cores": 2, "cpu_model": "X"},
             "build": {"kind": "upstream",

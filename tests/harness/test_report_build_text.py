@@ -1,6 +1,6 @@
 """The report's build line names every build a run used, companions included (their patches too)."""
 
-from harness.report import build_text
+from harness.report.text import build_text
 
 
 def _patches(*names):

@@ -13,7 +13,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from harness import report as R
+from harness.report import experiment as EXP
+from harness.report import figures as FIG
+from harness.report import hosts as HOSTS
+from harness.report import paper as PAPER
+from harness.report import render as RENDER
+from harness.report import text as TEXT
+from harness.report import verdicts as V
 from harness import resources as RES
 from harness.errors import HarnessError
 
@@ -45,8 +51,8 @@ def _groups(means, n=3):
 # 1. bars: a log y axis beyond a 20x spread, and every measured bar labelled with its value
 
 def test_tiny_measured_bars_beside_published_get_a_log_axis_and_their_values(monkeypatch):
-    figures = _capture(monkeypatch, R)
-    R.draw_figure(_experiment([("a", 3185), ("b", 19112)]), {"groups": _groups([("a", 296), ("b", 844)])})
+    figures = _capture(monkeypatch, FIG)
+    FIG.draw_figure(_experiment([("a", 3185), ("b", 19112)]), {"groups": _groups([("a", 296), ("b", 844)])})
     (fig,) = figures
     ax = fig.axes[0]
     assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
@@ -57,8 +63,8 @@ def test_tiny_measured_bars_beside_published_get_a_log_axis_and_their_values(mon
 
 
 def test_close_values_keep_a_linear_axis_but_still_carry_their_values(monkeypatch):
-    figures = _capture(monkeypatch, R)
-    R.draw_figure(_experiment([("a", 3185), ("b", 19112)]), {"groups": _groups([("a", 1526), ("b", 2863)])})
+    figures = _capture(monkeypatch, FIG)
+    FIG.draw_figure(_experiment([("a", 3185), ("b", 19112)]), {"groups": _groups([("a", 1526), ("b", 2863)])})
     ax = figures[0].axes[0]
     assert ax.get_yscale() == "linear"
     assert {"1,526", "2,863"} <= {t.get_text() for t in ax.texts}
@@ -71,7 +77,7 @@ def test_links_not_applied_is_said_once_with_the_count():
     why = "the local provider runs every role on one host"
     links = [{"from": a, "to": b, "rate_mbit": 1000, "applied": False, "reason": why}
              for a in roles for b in roles if a != b]
-    text = R._links_text({"cluster": {"links": links}})
+    text = HOSTS._links_text({"cluster": {"links": links}})
     assert len(links) == 30 and text.count(why) == 1 and "30 links" in text
 
 
@@ -80,7 +86,7 @@ def test_point_delays_are_folded_by_delay(tmp_path):
         d = tmp_path / "points" / f"p__r{i}"
         d.mkdir(parents=True)
         (d / "links.json").write_text(json.dumps([{"delay_ms": 50, "delay_method": "netem"}]))
-    text = R._point_delays(SimpleNamespace(path=tmp_path))
+    text = HOSTS._point_delays(SimpleNamespace(path=tmp_path))
     assert text.count("+50 ms") == 1 and "4 point(s)" in text
 
 
@@ -95,13 +101,13 @@ def test_claims_table_appears_once_in_the_paper_report(root, tmp_path, monkeypat
     def blocks(experiment, run, figure):  # the claim belongs to the first experiment only
         seen.append(experiment["id"])
         mine = [claim] if len(seen) == 1 else []
-        return [("h2", experiment["id"])] + ([("table", R.CLAIM_HEADERS, R._claims_rows(mine))] if mine else []), mine
+        return [("h2", experiment["id"])] + ([("table", V.CLAIM_HEADERS, V.claims_rows(mine))] if mine else []), mine
     def select(results, paper, exp, **_kw):  # TEST DOUBLE of rundir.select_runs: one run per experiment
         (tmp_path / "runs" / exp).mkdir(parents=True, exist_ok=True)
         return SimpleNamespace(shown=SimpleNamespace(path=tmp_path / "runs" / exp))
-    monkeypatch.setattr(R, "select_runs", select)
-    monkeypatch.setattr(R, "experiment_blocks", blocks)
-    out = R.render_paper("mini", tmp_path / "results", tmp_path / "reports", root / "papers")
+    monkeypatch.setattr(PAPER, "select_runs", select)
+    monkeypatch.setattr(PAPER, "experiment_blocks", blocks)
+    out = PAPER.render_paper("mini", tmp_path / "results", tmp_path / "reports", root / "papers")
     md = (out / "report.md").read_text()
     assert md.count("| Quick is as fast as slow |") == 1
     assert "Claims table at the top" in md
@@ -153,10 +159,10 @@ def test_measured_window_from_blocks_and_a_note_where_there_is_none(tmp_path):
                            "committed_ns": [t[2] + 5, t[4] + 5, t[7]]})
     d = _point(tmp_path, "a__r0", _resources(t, [1e9] * 10), {"hosts": {}}, blocks)
     (d / "measured.json").write_text(json.dumps({"first_block": 2}))
-    assert R.measured_window(d) == (t[4], t[7])
+    assert HOSTS.measured_window(d) == (t[4], t[7])
     _point(tmp_path, "b__r0", _resources(t, [1e9] * 10), {"hosts": {}})
     run = SimpleNamespace(path=tmp_path, metadata={"provider": "local"})
-    captions = [b[3] for b in R.resource_blocks(run, "figures/x") if b[0] == "img"]
+    captions = [b[3] for b in HOSTS.resource_blocks(run, "figures/x") if b[0] == "img"]
     assert "shaded: the measured window" in captions[0] and "not recorded for this point" in captions[1]
 
 
@@ -172,7 +178,7 @@ def test_stale_second_memory_series_is_dropped_and_memory_max_is_the_live_one(tm
     mem = got[got["metric"] == "mem_used_bytes"]
     assert len(mem) == 6 and list(mem["value"]) == live
     run = SimpleNamespace(path=tmp_path, metadata={"provider": "local"})
-    (table,) = [b for b in R.resource_blocks(run, "figures/x") if b[0] == "table"]
+    (table,) = [b for b in HOSTS.resource_blocks(run, "figures/x") if b[0] == "table"]
     assert table[2][0][table[1].index("memory GB max")] == "2.00"
 
 
@@ -205,12 +211,12 @@ def test_an_unknown_resources_schema_version_is_rejected(tmp_path):
 
 def test_one_repetition_is_not_shown_as_plus_minus_zero():
     exp = {"metric": METRIC, "variants": [{"id": "a"}], "published": []}
-    _, rows = R._measured_table(exp, {"groups": _groups([("a", 7434.0)], n=1)})
+    _, rows = EXP._measured_table(exp, {"groups": _groups([("a", 7434.0)], n=1)})
     assert rows[0][3] == "7,434 (n=1, no spread)"
-    _, rows = R._measured_table(exp, {"groups": _groups([("a", 7434.0)], n=3)})
+    _, rows = EXP._measured_table(exp, {"groups": _groups([("a", 7434.0)], n=3)})
     assert rows[0][3] == "7,434 ± 10 (n=3)"
     meta = {"run_id": "r", "status": "complete", "provider": "local", "scale": "smoke"}
-    text = R.caption(meta, {"points": {"complete": 1, "total": 1}}, {"repetitions": 1})
+    text = TEXT.caption(meta, {"points": {"complete": 1, "total": 1}}, {"repetitions": 1})
     assert "no spread" in text and "mean ± standard deviation" not in text
 
 
@@ -221,7 +227,7 @@ def test_deviations_and_fixed_parameters_are_rendered_for_any_experiment():
            "deviations": [{"scales": ["local"], "what": "all roles on one machine", "why": "2 cores"},
                           {"scales": ["paper"], "what": "only at paper scale", "why": "n/a"}]}
     resolved = {"scale": "local", "parameters": {"loadgen_streams": {"value": 50, "source": "experiment"}}}
-    (block,) = R.conditions_blocks(exp, resolved)
+    (block,) = EXP.conditions_blocks(exp, resolved)
     text = block[1]
     assert "loadgen_streams=50" in text and "block_size=100" in text
     assert "all roles on one machine (why: 2 cores)" in text and "only at paper scale" not in text
@@ -236,8 +242,8 @@ def test_comparable_on_is_shown_beside_a_reproduced_verdict_and_not_twice():
                "verdict": "reproduced", "reason": "measured 2.1"},
               {"id": "c2", "statement": "s2", "compare": "absolute", "expected": 9.0, "measured": None,
                "verdict": "not comparable", "reason": "needs hardware; comparable on: the paper's hardware"}]
-    rows = R._claims_rows(R.with_caveats(claims, exp))
-    caveat = R.CLAIM_HEADERS.index("caveat (comparable on)")
+    rows = V.claims_rows(V.with_caveats(claims, exp))
+    caveat = V.CLAIM_HEADERS.index("caveat (comparable on)")
     assert rows[0][caveat] == "ratio measured in the same run" and rows[0][3] == "**reproduced**"
     assert rows[1][caveat] == "the paper's hardware" and rows[1][4] == "needs hardware"
 
@@ -256,13 +262,13 @@ def test_an_experiments_section_shows_its_deviations_once(tmp_path, monkeypatch,
     if hook_tables_them:
         exp["axes"] = {"figure": "phase-breakdown"}
         # a test double of a system's report part that tables the deviations itself
-        monkeypatch.setattr(R.systems, "report_parts", lambda: {"phase-breakdown": lambda *a: [
+        monkeypatch.setattr(EXP.systems, "report_parts", lambda: {"phase-breakdown": lambda *a: [
             ("table", ["deviation", "why"], [["all roles on one machine", "2 cores"]])]})
-    monkeypatch.setattr(R, "analyze_pool", lambda runs: {"groups": [], "claims": [],
+    monkeypatch.setattr(EXP, "analyze_pool", lambda runs: {"groups": [], "claims": [],
                                                          "points": {"complete": 0, "total": 0}})
-    selection = R.Selection(pooled=[_fake_run(tmp_path, exp)], listed=[], complete=True,
+    selection = EXP.Selection(pooled=[_fake_run(tmp_path, exp)], listed=[], complete=True,
                             configuration={"scale": "local", "build": {"kind": "reference"}, "provider": "local",
                                            "cores": 2})
-    blocks, _ = R.experiment_blocks(exp, selection, "figures/e.png")
-    md = R.to_markdown(blocks)
+    blocks, _ = EXP.experiment_blocks(exp, selection, "figures/e.png")
+    md = RENDER.to_markdown(blocks)
     assert md.count("all roles on one machine") == 1 and "loadgen_streams=50" in md

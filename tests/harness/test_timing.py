@@ -92,7 +92,7 @@ def test_the_callback_writes_each_start_of_a_real_playbook(tmp_path):
 def test_the_report_shows_each_points_time_split(tmp_path):
     from types import SimpleNamespace
 
-    from harness import report
+    from harness.report import points
 
     run_dir = tmp_path / "20261127T000000Z-abc"
     timed = run_dir / "points" / "fabric-1.2__r0"
@@ -104,9 +104,9 @@ def test_the_report_shows_each_points_time_split(tmp_path):
     untimed = run_dir / "points" / "old__r0"  # recorded before timing: left out, not shown as zeros
     untimed.mkdir(parents=True)
     (untimed / "summary.json").write_text(json.dumps({"schema_version": 1, "point": "old__r0"}), encoding="utf-8")
-    blocks = report.timing_blocks([SimpleNamespace(path=run_dir)])
+    blocks = points.timing_blocks([SimpleNamespace(path=run_dir)])
     (_, headers, rows), = [b for b in blocks if b[0] == "table"]
     assert rows == [["fabric-1.2__r0", "82.2", "1.06", "77.7", "0.5", "62.8", "19.3", "0.05",
                      "fabric_channel 13.1, kafka 10.1"]]
     assert headers[:4] == ["point", "wall", "measured window", "wall ÷ window"]
-    assert report.timing_blocks([SimpleNamespace(path=tmp_path / "none")]) == []
+    assert points.timing_blocks([SimpleNamespace(path=tmp_path / "none")]) == []

@@ -11,7 +11,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.providers import ssh_links
 from harness.providers.ssh import SshProvider
-from harness.report import _point_delays
+from harness.report.hosts import _point_delays
 from harness.rundir import write_json
 
 ADDRESS = {"p-0": "10.0.0.1", "p-1": "10.0.0.2", "p-2": "10.0.0.3"}

@@ -105,23 +105,23 @@ def test_report_names_each_points_link_delay(tmp_path):
     import json
     from types import SimpleNamespace
 
-    from harness import report
+    from harness.report import hosts
 
     for name, ms in [("a__network_latency_ms=0__r0", 0.0), ("a__network_latency_ms=32__r0", 32.0)]:
         (tmp_path / "points" / name).mkdir(parents=True)
         links = [{"from": "peer0", "to": "peer1", "proxies": ["p01"], "delay_ms": ms}]
         (tmp_path / "points" / name / "links.json").write_text(json.dumps(links))
     (tmp_path / "points" / "unshaped").mkdir()
-    text = report._point_delays(SimpleNamespace(path=tmp_path))
+    text = hosts._point_delays(SimpleNamespace(path=tmp_path))
     assert "a__network_latency_ms=0__r0 +0 ms; a__network_latency_ms=32__r0 +32 ms." in text
-    assert report._point_delays(SimpleNamespace(path=tmp_path / "none")) == ""
+    assert hosts._point_delays(SimpleNamespace(path=tmp_path / "none")) == ""
 
 
 def test_fig4_draws_one_line_per_api_and_node_count():
     """axes.series [variant, nodes]: 1- and 4-node points of one API are never joined into one line."""
     import matplotlib.pyplot as plt
 
-    from harness import report
+    from harness.report import figures as report_figures
 
     exp = PAPER.experiment("fig4-api-comparison")
     groups = [_group(v, {"nodes": n, "concurrent_processes": c}, throughput_tps=100 * n + c)
@@ -129,9 +129,9 @@ def test_fig4_draws_one_line_per_api_and_node_count():
     for g in groups:
         g["metrics"]["throughput_tps"]["std"] = 0.0
     fig, ax = plt.subplots()
-    report._draw_lines(ax, "concurrent_processes", ["existent-api", "revised-api"],
-                       {"existent-api": "existent API", "revised-api": "revised API"}, groups,
-                       exp["published"], "throughput_tps", "", exp["axes"]["series"])
+    report_figures._draw_lines(ax, "concurrent_processes", ["existent-api", "revised-api"],
+                              {"existent-api": "existent API", "revised-api": "revised API"}, groups,
+                              exp["published"], "throughput_tps", "", exp["axes"]["series"])
     labels = ax.get_legend_handles_labels()[1]
     plt.close(fig)
     assert "existent API, nodes=4 (measured)" in labels and "revised API, nodes=1 (published)" in labels

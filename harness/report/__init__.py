@@ -1,0 +1,24 @@
+"""Render a paper's report (Markdown and self-contained HTML) from stored runs only.
+
+For every experiment of the paper's catalogue the report pools the repetitions
+of every complete run of one configuration (``rundir.select_runs``: the newest
+complete run's scale, build, provider, cores and parameters), or of the runs
+named with ``--run`` / started ``--since`` a date, and lists every run it saw
+with why it is not pooled (incomplete, restricted to some variants, another
+configuration). It shows a figure drawn like the paper's (same axes and series)
+with the measured means and their 95% intervals and the published values beside
+them, a table of the same numbers, and a verdict per claim with its interval
+(harness/stats.py). Experiments that cannot run yet are listed with their
+reason. Rendering the same stored runs twice gives byte-identical files:
+nothing depends on the time of rendering, dictionaries are sorted and PNGs are
+written without software or time metadata.
+
+A report is a list of blocks (``render``), made per experiment (``experiment``) from the figures
+(``figures``), the claims and their verdicts (``verdicts``, ``cores``), the pooled points' checks and
+timing (``points``) and their hosts' resources (``hosts``), in the words of ``text``; ``paper``
+assembles them with the fidelity section (harness/fidelity.py) and writes the files.
+"""
+
+from .paper import render_paper
+
+__all__ = ["render_paper"]

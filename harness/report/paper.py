@@ -1,0 +1,90 @@
+"""A paper's report: the Claims table of every experiment at the top, each experiment's section, what has
+not run, and the fidelity section; written as Markdown and HTML, each section also into its run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import fidelity
+from ..catalogue import load_paper
+from ..errors import HarnessError
+from ..rundir import Run, select_runs
+from .experiment import experiment_blocks
+from .render import to_html, to_markdown
+from .text import fmt
+from .verdicts import CLAIM_HEADERS, VERDICT_METHOD, claims_rows
+
+
+def _claims_once(blocks: list[tuple], experiment_id: str) -> list[tuple]:
+    """A section of the paper's report: its claims table is the paper's Claims table at the top, so
+    the section points there instead of repeating it (a run's own report.md keeps its table)."""
+    out = []
+    for b in blocks:
+        if b == ("p", VERDICT_METHOD):  # said once, under the Claims table
+            continue
+        if b[0] == "table" and list(b[1]) == CLAIM_HEADERS:
+            out.append(("p", f"Verdicts of this experiment's {len(b[2])} claim(s): rows `{experiment_id}` of the "
+                             "Claims table at the top."))
+        else:
+            out.append(b)
+    return out
+
+
+def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path | None = None,
+                 runs: list[Path] | None = None, since: str | None = None) -> Path:
+    """Render ``reports/<paper>/report.md`` and ``report.html`` (and each experiment's section as
+    ``report.md`` of its newest pooled run); return the dir.
+
+    Each experiment pools its complete runs of one configuration (``rundir.select_runs``); ``runs``
+    (run directories of this paper) or ``since`` (a UTC date or time) restrict the runs considered.
+    """
+    paper = load_paper(paper_id, papers_dir)
+    info = paper.doc["paper"]
+    for path in runs or []:
+        named = Run.open(path)  # refuses a directory that is not a run
+        if named.metadata["paper"] != paper_id:
+            raise HarnessError(f"--run {path}: a run of paper {named.metadata['paper']!r}, not {paper_id!r}")
+    out = Path(reports) / paper_id
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    body, all_claims, not_runnable, not_run = [], [], [], []
+    for experiment in paper.experiments:
+        selection = select_runs(results, paper_id, experiment["id"], named=runs, since=since)
+        if selection is None:
+            if experiment.get("runnable"):
+                not_run.append([experiment["id"], experiment["title"]])
+            else:
+                not_runnable.append([experiment["id"], experiment["title"],
+                                     experiment.get("not_runnable_reason") or "not runnable"])
+            continue
+        figure = f"figures/{experiment['id']}.png"
+        blocks, claims = experiment_blocks(experiment, selection, figure)
+        run = selection.shown
+        body += _claims_once(blocks, experiment["id"])
+        all_claims += [[experiment["id"]] + r for r in claims_rows(claims)]
+        for _, name, png, _caption in (b for b in blocks if b[0] == "img"):
+            (out / name).write_bytes(png)
+            (run.path / "figures").mkdir(exist_ok=True)
+            (run.path / name).write_bytes(png)
+        (run.path / "report.md").write_text(to_markdown(blocks), encoding="utf-8")
+
+    head = [("h1", f"{info['title']}"),
+            ("p", ", ".join(info.get("authors") or []) + (f". {info['venue']}." if info.get("venue") else "")),
+            ("p", "Measured by this repository's harness from the stored runs named in each section "
+                  "(every complete run of one configuration, pooled); published values are quoted from the paper "
+                  "with their place in it.")]
+    if runs is not None or since:
+        head.append(("p", "Runs considered: " + (f"those named with --run ({len(runs)})" if runs is not None else "all")
+                          + (f", started since {since}" if since else "") + "."))
+    if all_claims:
+        head += [("h2", "Claims"), ("table", ["experiment"] + CLAIM_HEADERS, all_claims), ("p", VERDICT_METHOD)]
+    tail = []
+    if not_run:
+        title = "Not run yet" if runs is None and not since else "No run selected"
+        tail += [("h2", title), ("table", ["experiment", "title"], not_run)]
+    if not_runnable:
+        tail += [("h2", "Not runnable yet"), ("table", ["experiment", "title", "reason"], not_runnable)]
+    body += fidelity.blocks(fidelity.fidelity(results, paper_id, paper.experiments, info.get("baseline_system")), fmt)
+    blocks = head + body + tail
+    (out / "report.md").write_text(to_markdown(blocks), encoding="utf-8")
+    (out / "report.html").write_text(to_html(blocks, info["title"]), encoding="utf-8")
+    return out

@@ -1,0 +1,106 @@
+"""The claims table: each claim's measured value, verdict, caveat and what its counts rest on; how a
+verdict is reached; and the control points that show the checks would catch a bad count."""
+
+from __future__ import annotations
+
+from .text import fmt
+
+
+#: ``caveat``: the claim's ``comparable_on`` (what a comparison with the paper needs), beside any verdict;
+#: ``evidence``: what the counts rest on (harness/validity.py's classes), the build, the host's cores and the
+#: runs whose repetitions were pooled.
+CLAIM_HEADERS = ["claim", "expected", "measured [95% CI] (n)", "verdict", "reason", "caveat (comparable on)",
+                 "evidence (counts, build, cores, runs pooled)"]
+
+
+#: How the claims table says what a claim's counts rest on (the weakest of its pooled points).
+EVIDENCE_TEXT = {
+    "ledger-proven": "ledger-proven (every count held against the ledger's codes)",
+    "independent check": "counts not ledger-proven: an independent check passed",
+    "driver only": "counts not ledger-proven: the driver's own count, no independent check",
+    "no transactions counted": "no transactions counted",
+    None: "no complete point",
+}
+
+
+def evidence_class_text(evidence_class: str | None) -> str:
+    return EVIDENCE_TEXT.get(evidence_class, str(evidence_class))
+
+
+def with_caveats(claims: list[dict], experiment: dict) -> list[dict]:
+    """The verdicts with each claim's ``comparable_on`` from the catalogue (analyze keeps it for
+    "not comparable" verdicts only, inside the reason)."""
+    caveats = {c["id"]: c.get("comparable_on") for c in experiment.get("claims") or [] if c.get("id")}
+    return [{**c, "comparable_on": c.get("comparable_on") or caveats.get(c.get("id"))} for c in claims]
+
+
+def _reason_text(claim: dict) -> str:
+    """The verdict's reason without the ``comparable on`` text analyze appends (it has its own column)."""
+    reason = claim.get("reason") or ""
+    caveat = claim.get("comparable_on")
+    return reason.replace(f"; comparable on: {caveat}", "") if caveat else reason
+
+
+def measured_text(claim: dict) -> str:
+    """A claim's measured value with its 95% interval and repetitions (one per configuration where it
+    holds at each), e.g. ``1.02 [0.95, 1.1] (n=3)``; ``(n=1, no interval)`` for a single repetition."""
+    measured = claim.get("measured")
+    if measured is None:
+        return "–"
+    n = claim.get("repetitions")
+    values = measured if isinstance(measured, list) else [measured]
+    intervals = claim.get("interval") if isinstance(measured, list) else [claim.get("interval")]
+    intervals = intervals or [None] * len(values)
+    texts = [fmt(v) + (f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else (" (no interval)" if n is not None else ""))
+             for v, ci in zip(values, intervals)]
+    return "; ".join(texts) + (f" (n={n})" if n is not None else "")
+
+
+def verdict_text(claim: dict) -> str:
+    """The claim's verdict as measured and, where the paper states its cores and they differ from those
+    measured, the verdict at the paper's cores (analyze.cores_section)."""
+    text = f"**{claim['verdict']}**"
+    cores = claim.get("cores") or {}
+    at = [m["cores"] for m in cores.get("measured") or []]
+    if cores.get("verdict") and at and cores.get("paper") not in at:  # the verdict shown is at the most cores
+        text += f" at {max(at)} cores; at the paper's {cores['paper']}: **{cores['verdict']}**"
+    return text
+
+
+def claims_rows(claims: list[dict]) -> list[list[str]]:
+    """One row of the claims table (``CLAIM_HEADERS``) per claim."""
+    return [[c.get("statement") or c["id"], f"{c['compare']} {fmt(c['expected'])}", measured_text(c),
+             verdict_text(c), _reason_text(c), c.get("comparable_on") or "–",
+             c.get("evidence") or "–"] for c in claims]
+
+
+#: How a verdict is reached, said once under each claims table (harness/stats.py, docs/catalogue.md).
+VERDICT_METHOD = ("Verdicts: **reproduced** when the measured value's 95% interval lies inside the claim's band, "
+                  "**not reproduced** when it lies wholly outside, **inconclusive** otherwise (with the repetitions "
+                  "that would decide it at the observed spread) and always at one repetition, which has no spread; "
+                  "**not comparable** when it cannot be measured here. Ratios pair the repetitions of one run "
+                  "(same run, same repetition index): Student t on the log ratios; sides from different runs: "
+                  "Welch t on the log values. Where the cores measured differ from the paper's hardware threads, "
+                  "the verdict at the paper's cores follows: from the trend over a `cpus` sweep, else "
+                  "**inconclusive** (docs/catalogue.md, \"How a claim is judged\", \"Cores\").")
+
+
+def control_blocks(summary: dict) -> list[tuple]:
+    """One sentence on the run's control points beside the verdicts: what each planted and whether the
+    ledger's codes and our verifier found exactly that (harness/plan.py add_controls)."""
+    controls = summary.get("controls") or []
+    if not controls:
+        return [("p", "**Control:** none in these runs (the driver cannot corrupt transactions, or the runs "
+                      "were made with --no-control): nothing here shows that the checks would catch a bad count.")]
+    parts = []
+    for c in controls:
+        planted = ", ".join(f"{n} {k}" for k, n in (c.get("corrupted") or {}).items()) or "nothing"
+        found = (f"the ledger marked {c['ledger_invalid']} invalid" if c.get("ledger_invalid") is not None
+                 else "no ledger codes")
+        if c.get("refused_at_broadcast"):
+            found = f"the orderer refused {c['refused_at_broadcast']} at broadcast; " + found
+        outcome = ("passed" if c["point_status"] == "complete" and c.get("status") == "passed"
+                   else f"**failed** ({c.get('reason') or c['point_status']})")
+        parts.append(f"`{c['point']}` planted {planted}; {found}; {outcome}")
+    return [("p", "**Control** (a point that corrupts 1% of its transactions of each kind its driver supports; "
+                  "its ledger codes and our verifier must mark exactly those invalid): " + "; ".join(parts) + ".")]
