@@ -108,9 +108,11 @@ def cpus_mismatch(read: dict | None, parameters: dict, provider: str | None) -> 
 def workload_variables(point: Point) -> dict:
     """The shared roles' variables of a transaction-count workload.
 
-    Every driver gets them all: the committer benchmark's, and the load
-    generator's and block watcher's (which the end-to-end drivers use, and the
-    upstream build's committer benchmark, which orders the blocks first).
+    Every driver gets them all: the crypto role's, the committer benchmark's,
+    and the load generator's and block watcher's (which the end-to-end drivers
+    use). Only the shared roles (playbooks/roles) read them: a system's roles
+    get theirs from its plugin's ``role_variables``, from the same parameters
+    (tests/harness/test_config_owners.py).
     """
     transactions = int(_param(point, "transactions"))
     block_size = int(_param(point, "block_size"))

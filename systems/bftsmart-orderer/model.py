@@ -63,6 +63,12 @@ def _mean(group: dict, metric: str) -> float | None:
     return (group["metrics"].get(metric) or {}).get("mean")
 
 
+def _block_size(sweep: dict):
+    """A configuration's envelopes per block: the parameter ``block_size`` (runs stored before the block size had
+    one name, issue 32, call it ``envelopes_per_block``)."""
+    return sweep.get("block_size", sweep.get("envelopes_per_block"))
+
+
 def _other_groups(run, experiment_id: str) -> tuple[list[dict], str | None]:
     """Groups of the newest complete run of ``experiment_id`` in ``run``'s store and build, and its id."""
     if run is None:
@@ -91,7 +97,7 @@ def bound_rows(fig6_groups: list[dict], signatures_per_s: float, both: bool) -> 
         measured = _mean(g, "orderer_throughput_tps")
         if measured is None:
             continue
-        b = throughput_bound(signatures_per_s, int(g["sweep"].get("envelopes_per_block", 0)), None, both)
+        b = throughput_bound(signatures_per_s, int(_block_size(g["sweep"]) or 0), None, both)
         rows.append({"sweep": g["sweep"], "measured": measured, "sign_term": b.sign_term, "bound": b.bound,
                      "share": measured / b.bound, "holds": measured <= b.bound})
     return rows
@@ -103,7 +109,7 @@ def _by(groups: list[dict], metric: str = "orderer_throughput_tps") -> dict[tupl
         v = _mean(g, metric)
         if v is not None:
             s = g["sweep"]
-            out[(s.get("nodes"), s.get("envelopes_per_block"), s.get("envelope_bytes"), s.get("receivers"))] = v
+            out[(s.get("nodes"), _block_size(s), s.get("envelope_bytes"), s.get("receivers"))] = v
     return out
 
 
@@ -166,7 +172,7 @@ def draw_fig6(groups: list[dict], rows: list[dict], build: str = "") -> bytes | 
     nodes = sorted({k[0] for k in tp})
     envs = sorted({k[2] for k in tp})
     receivers = sorted({k[3] for k in tp})
-    bound = {r["sweep"].get("envelopes_per_block"): r["sign_term"] for r in rows}
+    bound = {_block_size(r["sweep"]): r["sign_term"] for r in rows}
     with plt.rc_context(FIGURE_RC):
         fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 3.4), squeeze=False, sharey=True)
         width = 0.8 / max(1, len(envs) * len(receivers))
@@ -215,7 +221,7 @@ def report_blocks(experiment: dict, summary: dict, figure_prefix: str, build: st
     sign, both = rates[0], _both_signatures(run)
     rows = bound_rows(fig6_groups, sign, both)
     if experiment["id"] == SIGN:
-        at100 = [r["measured"] for r in rows if r["sweep"].get("envelopes_per_block") == 100]
+        at100 = [r["measured"] for r in rows if _block_size(r["sweep"]) == 100]
         if at100:
             cap = throughput_bound(sign, 100, None, both).sign_term
             _apply(summary, {"signing-not-bottleneck": (
@@ -241,7 +247,8 @@ def report_blocks(experiment: dict, summary: dict, figure_prefix: str, build: st
                        "absolute values.")]
     headers = ["nodes", "envelopes/block", "envelope bytes", "receivers", "measured TP_os (env/s)",
                "TP_sign x bs" + (" / 2" if both else ""), "bound", "measured / bound", "bound holds"]
-    table = [[str(r["sweep"].get(k)) for k in ("nodes", "envelopes_per_block", "envelope_bytes", "receivers")]
+    table = [[str(r["sweep"].get("nodes")), str(_block_size(r["sweep"]))]
+             + [str(r["sweep"].get(k)) for k in ("envelope_bytes", "receivers")]
              + [f"{r['measured']:.4g}", f"{r['sign_term']:.4g}", f"{r['bound']:.4g}", f"{r['share']:.2f}",
                 "yes" if r["holds"] else "**no**"] for r in rows]
     return [("p", f"Eq. 1 (seed 004 line 126): TP_os <= min(TP_sign x bs, TP_bftsmart), with TP_sign = {sign:.4g} "

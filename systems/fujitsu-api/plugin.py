@@ -16,8 +16,8 @@ class Plugin(SystemPlugin):
             out["fujitsu_api_client_transactions"] = int(parameters["transactions"])
         if "point_timeout_s" in parameters:
             out["fujitsu_api_client_timeout_s"] = int(parameters["point_timeout_s"])
-        if "batch_size" in parameters:
-            out["fujitsu_api_peer_pbft_batch_size"] = int(parameters["batch_size"])
+        if "block_size" in parameters:  # PBFT's general.batchsize: the requests a batch, and so a block, holds
+            out["fujitsu_api_peer_pbft_batch_size"] = int(parameters["block_size"])
         return out
 
     def tables(self) -> list[Table]:

@@ -86,9 +86,9 @@ def test_wheat_45pct_less_is_not_reproduced_on_the_wrong_side(ratios):
 # ---------------------------------------------------------------- signing capacity: a ratio with the measured signer
 
 def _signing(peak_tps: float, signatures_capacity: float) -> tuple[list[dict], dict]:
-    groups = [_group("bftsmart", {"orderer_throughput_tps": peak_tps}, envelopes_per_block=10, receivers=1),
-              _group("bftsmart", {"orderer_throughput_tps": peak_tps / 3}, envelopes_per_block=10, receivers=32),
-              _group("bftsmart", {"orderer_throughput_tps": 5 * peak_tps}, envelopes_per_block=100, receivers=1)]
+    groups = [_group("bftsmart", {"orderer_throughput_tps": peak_tps}, block_size=10, receivers=1),
+              _group("bftsmart", {"orderer_throughput_tps": peak_tps / 3}, block_size=10, receivers=32),
+              _group("bftsmart", {"orderer_throughput_tps": 5 * peak_tps}, block_size=100, receivers=1)]
     signer = {"text-signature-bench": {"runs": ["r-sign"], "groups": [
         _group("bftsmart", {"signed_envelopes_per_s": signatures_capacity}, run="r-sign")]}}
     return groups, signer

@@ -110,11 +110,12 @@ def test_metrics_of_the_log_tables(tmp_path):
     assert m["orderer_throughput_tps"] > 0 and "throughput_tps" not in m
     # a point's parameters -> the roles' variables (none for a point of another system: only the systems a point
     # runs are asked)
-    v = plugin("bftsmart-orderer").role_variables({"nodes": 7, "envelopes_per_block": 100, "envelope_bytes": 40,
+    v = plugin("bftsmart-orderer").role_variables({"nodes": 7, "block_size": 100, "envelope_bytes": 40,
                                                    "receivers": 1})
     assert v["bftsmart_config_nodes"] == 7 and v["bftsmart_config_block_size"] == 100
+    assert v["bftsmart_sigbench_block_size"] == v["bftsmart_geo_block_size"] == 100
     assert v["bftsmart_workload_envelope_bytes"] == 40 and v["bftsmart_config_frontends"] == 1
-    assert not [k for k in role_variables(["fabric-1.2"], {"nodes": 4, "batch_size": 500}) if k.startswith("bftsmart_")]
+    assert not [k for k in role_variables(["fabric-1.2"], {"nodes": 4, "block_size": 500}) if k.startswith("bftsmart_")]
 
 
 def test_each_table_is_parsed_from_its_own_logs(tmp_path):

@@ -34,7 +34,7 @@ def test_bad_input_is_refused(args):
 # ---------------------------------------------------------------- the report's part
 
 def _group(nodes, bs, es, receivers, tp):
-    return {"variant": "bftsmart", "sweep": {"nodes": nodes, "envelopes_per_block": bs, "envelope_bytes": es,
+    return {"variant": "bftsmart", "sweep": {"nodes": nodes, "block_size": bs, "envelope_bytes": es,
                                              "receivers": receivers},
             "metrics": {"orderer_throughput_tps": {"mean": tp}}}
 

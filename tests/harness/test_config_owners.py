@@ -1,0 +1,275 @@
+"""One name per idea, one route per value (issue 32), read mechanically from the sources.
+
+* Where a parameter is declared. ``harness/parameters.yaml`` holds a parameter only if the core reads it (a
+  string constant of harness/*.py where a value is read: an index, a call's argument, a comparison, an
+  assigned constant; or a scale's size in papers/schema.json) or systems that do not extend one another use it.
+  A parameter of one system is declared in ``systems/<system>/parameters.yaml`` of the lowest system that every
+  system using it is or extends: the base where a system and one extending it use it. A system *uses* a
+  parameter its code names (a string constant of its non-test Python: its plugin reads it), else one its
+  experiments set (a variant of that system in an experiment of papers/*.yaml that sets it: fixed, sweep,
+  workload, scales, reference_build, panels). The core defaults (harness/defaults.yaml) only the core's.
+* Block size is one parameter, ``block_size``: every role variable of a block size (``*_block_size``,
+  ``*_batch_size``) of every role a system's drivers run gets the point's ``block_size`` from the core's or the
+  system's role variables, and its default is a value, never another role's variable.
+* A system's roles read only their own variables (and ``fabricrepro_*``, Ansible's, the hosts'): no variable
+  of a shared role (playbooks/roles) is read in a system's role, nor in a system playbook's setting of one of
+  its roles' variables. A shared role's variable a system role passes (``process_command:``) is set, not read;
+  what a role recorded on its hosts and another reads through ``hostvars`` (``'kafka_broker_addresses'``, a
+  broker's address) is a fact of the run, not a point's parameter.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import REPO_ROOT, runner
+from harness.config import declarations, harness_defaults
+from harness.plan import Point
+
+SYSTEMS = REPO_ROOT / "systems"
+SHARED_ROLES = REPO_ROOT / "playbooks" / "roles"
+HARNESS_DECLARED = yaml.safe_load((REPO_ROOT / "harness" / "parameters.yaml").read_text())
+SYSTEM_DECLARED = {p.parent.name: yaml.safe_load(p.read_text()) or {} for p in sorted(SYSTEMS.glob("*/parameters.yaml"))}
+ANNOTATIONS = ("note", "citation", "citations")
+
+
+def _read_constants(paths) -> set[str]:
+    """String constants of ``paths`` where a value is read: an index, a call's argument, a comparison's side,
+    an assigned constant (or an element of an assigned tuple, list or set). A dict display's keys are writes."""
+    out = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Subscript):
+                candidates = [node.slice]
+            elif isinstance(node, ast.Call):
+                candidates = [*node.args, *(k.value for k in node.keywords)]
+            elif isinstance(node, ast.Compare):
+                candidates = [node.left, *node.comparators]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value = node.value
+                candidates = [value, *(value.elts if isinstance(value, (ast.Tuple, ast.List, ast.Set)) else [])]
+            else:
+                continue
+            out |= {c.value for c in candidates if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return out
+
+
+def _constants(paths) -> set[str]:
+    return {n.value for path in paths for n in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8")))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+#: What the core reads: its code's read constants and the sizes of a scale (transactions, duration_s, repetitions).
+CORE_READS = (_read_constants(sorted((REPO_ROOT / "harness").rglob("*.py")))
+              | set(json.loads((REPO_ROOT / "papers" / "schema.json").read_text())["$defs"]["scale"]["properties"]))
+
+
+def _extends() -> dict[str, str | None]:
+    return {p.parent.name: (yaml.safe_load(p.read_text()) or {}).get("extends") for p in SYSTEMS.glob("*/system.yaml")}
+
+
+EXTENDS = _extends()
+
+
+def lineage(system: str) -> list[str]:
+    """The system, the system it extends, and so on."""
+    out = [system]
+    while EXTENDS.get(out[-1]):
+        out.append(EXTENDS[out[-1]])
+    return out
+
+
+def lowest_common_base(systems) -> str | None:
+    """The lowest system that every one of ``systems`` is or extends (None: there is none)."""
+    systems = sorted(systems)
+    return next((s for s in lineage(systems[0]) if all(s in lineage(o) for o in systems[1:])), None)
+
+
+def _names(mapping) -> set[str]:
+    return {k for k in mapping if k not in ANNOTATIONS and not k.endswith("_note")} if isinstance(mapping, dict) else set()
+
+
+def setters() -> dict[str, set[str]]:
+    """Parameter -> the systems of the variants of the experiments that set it (papers/*.yaml)."""
+    workload_defaults = {p.parent.name: _names((yaml.safe_load(p.read_text()) or {}).get("defaults"))
+                         for p in (REPO_ROOT / "workloads").glob("*/workload.yaml")}
+    out: dict[str, set[str]] = {}
+    for path in sorted((REPO_ROOT / "papers").glob("*.yaml")):
+        for e in yaml.safe_load(path.read_text())["experiments"]:
+            params = e.get("parameters") or {}
+            names = _names(params.get("fixed")) | _names(params.get("sweep"))
+            workload = e.get("workload") or {}
+            names |= (_names(workload) - {"name"}) | workload_defaults.get(workload.get("name"), set())
+            for scale in (e.get("scales") or {}).values():
+                names |= (_names(scale) - {"sweep"}) | _names((scale or {}).get("sweep"))
+            names |= _names((e.get("reference_build") or {}).get("fixed"))
+            for panel in e.get("panels") or []:
+                names |= _names(panel.get("params"))
+            for name in names:
+                out.setdefault(name, set()).update(v["system"] for v in e.get("variants") or [])
+    return out
+
+
+def readers() -> dict[str, set[str]]:
+    """Parameter -> the systems whose code (non-test Python) names it."""
+    declared = set(declarations())
+    out: dict[str, set[str]] = {}
+    for system in EXTENDS:
+        code = [p for p in sorted((SYSTEMS / system).rglob("*.py")) if "tests" not in p.relative_to(SYSTEMS).parts]
+        for name in _constants(code) & declared:
+            out.setdefault(name, set()).add(system)
+    return out
+
+
+SETTERS, READERS = setters(), readers()
+
+
+def users(name: str) -> set[str]:
+    return READERS.get(name) or SETTERS.get(name) or set()
+
+
+@pytest.mark.parametrize("name", sorted(HARNESS_DECLARED))
+def test_a_parameter_of_harness_parameters_yaml_is_the_cores_or_unrelated_systems(name):
+    if name in CORE_READS:
+        return
+    families = {lineage(s)[-1] for s in users(name)}
+    assert len(families) >= 2, (
+        f"{name} is declared in harness/parameters.yaml, but the core does not read it and only "
+        f"{sorted(users(name)) or 'no system'} use(s) it: declare it in systems/{lowest_common_base(users(name))}/"
+        "parameters.yaml" if users(name) else f"{name} is declared in harness/parameters.yaml but nothing uses it")
+
+
+@pytest.mark.parametrize("system, name", [(s, n) for s, names in SYSTEM_DECLARED.items() for n in names])
+def test_a_systems_parameter_is_declared_by_the_lowest_system_all_its_users_are_or_extend(system, name):
+    assert name not in CORE_READS, f"the core reads {name}: declare it in harness/parameters.yaml"
+    assert users(name), f"{name} (systems/{system}/parameters.yaml): no experiment sets it and no code reads it"
+    assert lowest_common_base(users(name)) == system, (
+        f"{name} is used by {sorted(users(name))}: declare it in "
+        + (f"systems/{lowest_common_base(users(name))}/parameters.yaml" if lowest_common_base(users(name))
+           else "harness/parameters.yaml (systems that do not extend one another use it)"))
+    unrelated = sorted(s for s in SETTERS.get(name, ()) if system not in lineage(s) and s not in lineage(system))
+    assert not unrelated, f"{name} (systems/{system}/parameters.yaml) is set by experiments of {unrelated}"
+
+
+def test_the_core_defaults_only_its_own_parameters():
+    assert not sorted(set(harness_defaults()) - set(HARNESS_DECLARED)), \
+        "harness/defaults.yaml defaults a parameter harness/parameters.yaml does not declare (a system's)"
+
+
+# ---------------------------------------------------------------- block size: one parameter, every role's value
+
+def role_dir(role: str) -> Path:
+    found = [d for d in [SHARED_ROLES / role, *SYSTEMS.glob(f"*/roles/{role}")] if d.is_dir()]
+    assert len(found) == 1, f"role {role}: {found}"
+    return found[0]
+
+
+def role_defaults(role: str) -> dict:
+    return yaml.safe_load((role_dir(role) / "defaults" / "main.yml").read_text()) or {}
+
+
+def drivers() -> list[tuple[str, str, list[str], list[str]]]:
+    """(system, driver, roles, companions) of every driver of every build."""
+    out = []
+    for system in sorted(EXTENDS):
+        doc = yaml.safe_load((SYSTEMS / system / "system.yaml").read_text())
+        specs = [((doc.get("reference") or {}).get("drivers") or {})]
+        if (SYSTEMS / system / "upstream.yaml").exists():
+            specs.append(yaml.safe_load((SYSTEMS / system / "upstream.yaml").read_text()).get("drivers") or {})
+        out += [(system, name, spec.get("roles") or [], spec.get("companions") or [])
+                for found in specs for name, spec in found.items()]
+    return out
+
+
+BLOCK_SIZE_VARIABLE = re.compile(r"_(block|batch)_size$")
+
+
+@pytest.mark.parametrize("system, driver, roles, companions", drivers(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_roles_block_size_is_the_points_block_size(system, driver, roles, companions):
+    parameters = {**harness_defaults(), "transactions": 740, "block_size": 37}
+    point = Point(id="p", variant="v", system=system, label="v", repetition=0, sweep={}, parameters=parameters,
+                  switches={})
+    variables = runner.role_variables(point, companions)
+    for role in roles:
+        for name, default in role_defaults(role).items():
+            if BLOCK_SIZE_VARIABLE.search(name):
+                assert "{{" not in str(default), f"{role}: {name} defaults to another variable ({default})"
+                assert variables.get(name) == 37, f"{system} {driver}: {name} is not the point's block_size"
+
+
+def test_no_parameter_names_a_block_size_but_block_size():
+    assert not [n for n in declarations() if n != "block_size" and ("per_block" in n or BLOCK_SIZE_VARIABLE.search(n))]
+
+
+# ---------------------------------------------------------------- a system's roles read their own variables
+
+def shared_variables() -> set[str]:
+    """Every variable of a shared role: its defaults, its argument specs, and ``<role>_*`` its own files name."""
+    out = set()
+    for role in sorted(p for p in SHARED_ROLES.iterdir() if p.is_dir()):
+        out |= set(yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {})
+        specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+        out |= {n for entry in specs.values() for n in (entry.get("options") or {})}
+        for f in [*role.glob("tasks/*.yml"), *role.glob("templates/*")]:
+            out |= set(re.findall(rf"\b{role.name}_\w+", f.read_text(encoding="utf-8")))
+    return out
+
+
+SHARED = shared_variables()
+SYSTEM_ROLES = sorted(p for p in SYSTEMS.glob("*/roles/*") if p.is_dir())
+#: a read of a variable: not an attribute (``hostvars[h].x``), not a quoted name (``'x'``, a host's fact)
+READ = re.compile(r"(?<![\w.'\"])(" + "|".join(sorted(map(re.escape, SHARED), key=len, reverse=True)) + r")(?![\w'\"])")
+
+
+def _strings(node):
+    """Every string value (not key) of a YAML document."""
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+    elif isinstance(node, str):
+        yield node
+
+
+@pytest.mark.parametrize("role", SYSTEM_ROLES, ids=lambda p: p.name)
+def test_a_system_role_reads_no_shared_roles_variable(role):
+    found = []
+    for f in sorted(role.rglob("*")):
+        part = f.relative_to(role).parts[0]
+        if not f.is_file() or part not in ("defaults", "tasks", "templates", "vars", "handlers"):
+            continue
+        text = f.read_text(encoding="utf-8")
+        values = ([" ".join(re.findall(r"\{\{.*?\}\}|\{%.*?%\}", text, re.S))] if part == "templates"
+                  else list(_strings(yaml.safe_load(text))))
+        found += [f"{f.relative_to(REPO_ROOT)}: {m}" for v in values for m in READ.findall(v)]
+    assert not found, "a system role reads a shared role's variable (pass it through the plugin's role_variables):\n" \
+                      + "\n".join(found)
+
+
+def _settings(node, prefixes):
+    """``(key, value)`` of every mapping entry of a YAML document whose key starts with one of ``prefixes``."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(key, str) and key.startswith(prefixes):
+                yield key, value
+            yield from _settings(value, prefixes)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _settings(value, prefixes)
+
+
+@pytest.mark.parametrize("playbook", sorted(SYSTEMS.glob("*/playbooks/*.yml")), ids=lambda p: p.name)
+def test_a_system_playbook_sets_its_roles_variables_from_no_shared_roles_variable(playbook):
+    prefixes = tuple(f"{r.name}_" for r in SYSTEM_ROLES)
+    found = [f"{key}: {m}" for key, value in _settings(yaml.safe_load(playbook.read_text()), prefixes)
+             for s in _strings(value) for m in READ.findall(s)]
+    assert not found, f"{playbook.relative_to(REPO_ROOT)} sets a system role's variable from a shared role's:\n" \
+                      + "\n".join(found)
