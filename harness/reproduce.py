@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, preflight, validity
+from . import REPO_ROOT, SCHEMA_VERSION, preflight, validity, work
 from .analyze import analyze_run
 from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
@@ -143,8 +143,8 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
         todo = pending(plan, run.path)
         progress.total, progress.done = len(plan.points), len(plan.points) - len(todo)
         # This machine's cost of the work each transaction needs, measured in the same run
-        # before and after its points (the work check, harness/validity.py).
-        run.metadata.setdefault("primitives", {})["before_points"] = validity.measure_primitives(REPO_ROOT / "bin")
+        # before and after its points (the work check, harness/work.py).
+        run.metadata.setdefault("primitives", {})["before_points"] = work.measure_primitives(REPO_ROOT / "bin")
         run.save()
         failed = 0
         for point in todo:
@@ -171,7 +171,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
                 if lost:
                     raise HarnessError("host(s) lost during point " + point.id + ": "
                                        + "; ".join(f"{h}: {why}" for h, why in sorted(lost.items())))
-        run.metadata["primitives"]["after_points"] = validity.measure_primitives(REPO_ROOT / "bin")
+        run.metadata["primitives"]["after_points"] = work.measure_primitives(REPO_ROOT / "bin")
         run.save()
         if failed:
             run.metadata["outcome"] = ("failed", f"{failed} of {len(todo)} points failed; "

@@ -12,7 +12,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness import REPO_ROOT as REPO, ledger, validity
+from harness import REPO_ROOT as REPO, ledger, validity, work
 from harness.errors import HarnessError
 
 
@@ -221,7 +221,7 @@ def timed_line(txs, user_ns):
 def test_work_check_fails_a_run_cheaper_than_its_signatures(tmp_path):
     # 2,000 transfers x 2 verifies at 20,000/s need 0.2 CPU-s; 0.05 CPU-s cannot have verified them.
     write_log(tmp_path, "bench.out", timed_line(2000, 50_000_000))
-    result, problems = validity.work_check(tmp_path, WORK, ["bench"], RATE, TIMED, list(range(1, 21)))
+    result, problems = work.work_check(tmp_path, WORK, ["bench"], RATE, TIMED, list(range(1, 21)))
     assert result["status"] == "failed" and result["needed_cpu_s"] == 0.2 and result["cpu_s"] == 0.05
     assert "need at least 0.200 CPU-s" in problems[0]
 
@@ -230,12 +230,12 @@ def test_work_check_passes_when_the_cpu_covers_the_signatures_with_the_margin(tm
     write_log(tmp_path, "bench.out", timed_line(2000, 520_000_000))
     primitives = {"before_points": {"per_core_verifies_per_s": 18000},
                   "after_points": {"per_core_verifies_per_s": 20000}}
-    result, problems = validity.work_check(tmp_path, WORK, ["bench"], primitives, TIMED, list(range(1, 21)))
+    result, problems = work.work_check(tmp_path, WORK, ["bench"], primitives, TIMED, list(range(1, 21)))
     # the fastest measured rate bounds the cost from below
     assert problems == [] and result["status"] == "passed" and result["verify_us"] == 50.0
     assert result["covered"] == pytest.approx(2.6)
     # the same CPU fails a margin above it: the negative control's side of the threshold
-    result, problems = validity.work_check(tmp_path, {**WORK, "min_covered": 3.0}, ["bench"], primitives, TIMED,
+    result, problems = work.work_check(tmp_path, {**WORK, "min_covered": 3.0}, ["bench"], primitives, TIMED,
                                            list(range(1, 21)))
     assert result["status"] == "failed" and "x 3.0" in problems[0]
 
@@ -243,24 +243,24 @@ def test_work_check_passes_when_the_cpu_covers_the_signatures_with_the_margin(tm
 def test_work_check_counts_the_ledgers_transactions_not_the_drivers(tmp_path):
     # the driver says it timed 2,000 transactions; the ledger holds 1,000 in the blocks it timed
     write_log(tmp_path, "bench.out", timed_line(2000, 900_000_000))
-    result, problems = validity.work_check(tmp_path, WORK, ["bench"], RATE, TIMED, list(range(1, 11)))
+    result, problems = work.work_check(tmp_path, WORK, ["bench"], RATE, TIMED, list(range(1, 11)))
     assert result["status"] == "failed" and "says 2000 transactions, the ledger holds 1000" in problems[0]
 
 
 def test_work_check_without_a_measurement_fails(tmp_path):
-    result, problems = validity.work_check(tmp_path, WORK, ["bench"], RATE, TIMED)
+    result, problems = work.work_check(tmp_path, WORK, ["bench"], RATE, TIMED)
     assert result["status"] == "not measured" and "no timed-section line" in problems[0]
     write_log(tmp_path, "bench.out", timed_line(2000, 900_000_000))
     for codes_, rate, why in ((TIMED, {}, "no measured ECDSA verification rate"),
                               (None, RATE, "no ledger count")):
-        result, problems = validity.work_check(tmp_path, WORK, ["bench"], rate, codes_, list(range(1, 21)))
+        result, problems = work.work_check(tmp_path, WORK, ["bench"], rate, codes_, list(range(1, 21)))
         assert result["status"] == "not measured" and len(problems) == 1 and why in problems[0], problems
 
 
 def test_run_primitives_reads_the_run_metadata(tmp_path):
     (tmp_path / "metadata.json").write_text(json.dumps({"primitives": {"before_points": {"per_core_verifies_per_s": 1}}}))
-    assert validity.run_primitives(tmp_path) == {"before_points": {"per_core_verifies_per_s": 1}}
-    assert validity.run_primitives(tmp_path / "none") == {}
+    assert work.run_primitives(tmp_path) == {"before_points": {"per_core_verifies_per_s": 1}}
+    assert work.run_primitives(tmp_path / "none") == {}
 
 
 def test_patterns_apply_to_the_components_they_name(tmp_path):
@@ -281,7 +281,7 @@ def test_work_check_falls_back_to_the_components_whole_life(tmp_path):
     raw.mkdir(parents=True)
     (raw / "cpu_fabric_peer.csv").write_text("component,pid,user_s,system_s\nfabric_peer,42,0.05,0.01\n")
     (raw / "cpu_orderer.csv").write_text("component,pid,user_s,system_s\norderer,43,9.0,1.0\n")
-    result, problems = validity.work_check(tmp_path, WORK, ["fabric_peer"], RATE, TIMED)
+    result, problems = work.work_check(tmp_path, WORK, ["fabric_peer"], RATE, TIMED)
     assert result["status"] == "failed" and result["cpu_s"] == pytest.approx(0.06)   # the orderer's CPU is not the peer's
     assert result["txs"] == 2001 and "whole life of fabric_peer" in problems[0]
 

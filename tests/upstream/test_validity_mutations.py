@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import REPO_ROOT, collect, upstream, validity
+from harness import REPO_ROOT, collect, upstream, validity, work
 from harness.builds import reference_driver
 from harness.deploy import run_playbook
 from harness.providers.local import LocalProvider
@@ -38,7 +38,7 @@ def record_primitives(point_dir: Path) -> None:
     """The run's measured cost of a verification, as harness/reproduce.py records it in metadata.json."""
     point_dir.mkdir(parents=True, exist_ok=True)
     write_json(point_dir.parent.parent / "metadata.json",
-               {"primitives": {"before_points": validity.measure_primitives(REPO_ROOT / "bin")}})
+               {"primitives": {"before_points": work.measure_primitives(REPO_ROOT / "bin")}})
 
 
 def checked(point_dir: Path, system: str, parameters: dict, driver: str = "committer-bench",
@@ -48,7 +48,7 @@ def checked(point_dir: Path, system: str, parameters: dict, driver: str = "commi
     no experiment.yaml)."""
     collect.convert_point(point_dir)
     tables = collect.load_point(point_dir)
-    context = {"driver": driver, "build": build, "primitives": validity.run_primitives(point_dir.parent.parent),
+    context = {"driver": driver, "build": build, "primitives": work.run_primitives(point_dir.parent.parent),
                "build_paths": {"test": str(build_path) if build_path else None}}
     section, problems = validity.check_point(point_dir, {"id": point_dir.name, "system": system, "variant": "test",
                                                          "parameters": parameters}, tables, context=context)
