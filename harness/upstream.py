@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -52,6 +53,8 @@ from .upstream_recipe import read_patch, systems_with_recipe  # noqa: F401
 from .upstream_source import read_manifest, snapshot_archive, snapshots_dir, source_available  # noqa: F401
 
 BUILDS = REPO_ROOT / "build" / "upstream"
+#: go-gopath: the tree under $GOPATH/src, GO111MODULE=off; go-modules: module mode, the tree's vendor/ only.
+TOOLCHAIN_KINDS = ("go-gopath", "go-modules")
 
 
 @dataclass
@@ -67,7 +70,7 @@ class Build:
 
     def provenance(self) -> dict:
         """What a run's metadata records about this build."""
-        keys = ("system", "repository", "ref", "commit", "built_commit", "key", "source", "patches", "patch_series",
+        keys = ("system", "repository", "ref", "release", "commit", "built_commit", "key", "source", "patches", "patch_series",
                 "toolchain", "flavours", "base", "grafts", "components")
         return {"kind": "upstream", "path": str(self.path), **{k: self.info[k] for k in keys if k in self.info}}
 
@@ -140,7 +143,7 @@ def _plan(system: str, systems_dir: Path, switches: dict | None, pin: dict | Non
         raise HarnessError(f"{system}: flavour {next(f['name'] for f in flavours if f.get('base'))} builds on "
                            f"{base}'s tree, not on a commit of {own['repository']}")
     recipe = load_recipe(base, systems_dir) if base else own
-    choose("toolchain kind", recipe["toolchain"]["kind"], ["go-gopath"])
+    choose("toolchain kind", recipe["toolchain"]["kind"], TOOLCHAIN_KINDS)
     patches = patch_series(base or system, recipe, systems_dir)
     left_out = []
     if pin and pin.get("driver"):
@@ -214,15 +217,16 @@ def _make(plan: _Plan, work: Path, source: str, systems_dir: Path, log) -> dict:
     tree = work / "gopath" / "src" / recipe["toolchain"]["import_path"]
     log(f"upstream {plan.system}: fetching {recipe['repository']} @ {recipe['commit'][:12]} ({source})")
     fetched = fetch_source(recipe, tree, source)
+    release = _check_release(recipe, tree)
     grafts = [_graft(f["graft"], tree, work, source, systems_dir, log) for f in plan.flavours if f.get("graft")]
     applied, series = _apply_series(plan, tree, log)
     env, modules = _go_builds(plan.system, recipe, work, tree, log)
     components = _build_components(recipe, work / "components", source, log, systems_dir)
     info = {"schema_version": SCHEMA_VERSION, "system": plan.system, "repository": recipe["repository"],
-            "ref": recipe.get("ref"), "commit": recipe["commit"], "built_commit": fetched["commit"],
+            "ref": recipe.get("ref"), **({"release": release} if release else {}), "commit": recipe["commit"], "built_commit": fetched["commit"],
             "source": fetched, "patches": [p.to_dict() for p in applied], "patch_series": series,
             "flavours": [f["name"] for f in plan.flavours], "base": plan.base, "grafts": grafts,
-            "toolchain": {**recipe["toolchain"], "env": {k: env[k] for k in _GO_ENV_KEYS}},
+            "toolchain": {**recipe["toolchain"], "env": {k: env[k] for k in _go_env_keys(recipe)}},
             "modules": modules, "targets": recipe["targets"], "chaincodes": recipe["chaincodes"],
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.monotonic() - started, 1)}
@@ -262,9 +266,19 @@ def _go_builds(system: str, recipe: dict, work: Path, tree: Path, log) -> tuple[
     tags = recipe["toolchain"].get("tags") or []
     _write_go_wrapper(work / "tools")
     (work / "bin").mkdir()
+    flags = _module_flags(recipe)
     for name, package in recipe["targets"].items():
         log(f"upstream {system}: go build {package} -> bin/{name}")
-        _go_build(env, tree, package, work / "bin" / name, tags)
+        _go_build(env, tree, package, work / "bin" / name, tags, flags=flags)
+    if recipe["toolchain"]["kind"] == "go-modules":
+        for name, cc in recipe["chaincodes"].items():  # a module of its own: its go.mod and go.sum pin the shim
+            src = work / "chaincode" / name
+            shutil.copytree(REPO_ROOT / cc["source"], src)
+            log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name} (its own module)")
+            cc_env = {**env, "GOFLAGS": "-mod=readonly", "GOPROXY": os.environ.get("GOPROXY", "")}
+            _go_build(cc_env, src, ".", work / "bin" / name, tags, what=f"go build chaincode {cc['import_path']}",
+                      flags=["-trimpath", "-buildvcs=false"])
+        return env, modules
     for name, cc in recipe["chaincodes"].items():
         src = work / "gopath" / "src" / cc["import_path"]
         shutil.copytree(REPO_ROOT / cc["source"], src, ignore=shutil.ignore_patterns("go.mod", "go.sum"))
@@ -374,17 +388,53 @@ def _copy_inputs(name: str, component: dict, root: Path, built: dict) -> dict:
 
 
 _GO_ENV_KEYS = ("GOPATH", "GO111MODULE", "GOFLAGS", "CGO_ENABLED")
+_GO_MODULES_ENV_KEYS = _GO_ENV_KEYS + ("GOPROXY", "GOTOOLCHAIN")
+
+
+def _go_env_keys(recipe: dict) -> tuple[str, ...]:
+    return _GO_MODULES_ENV_KEYS if recipe["toolchain"]["kind"] == "go-modules" else _GO_ENV_KEYS
 
 
 def _go_env(recipe: dict, work: Path) -> dict:
     env = {**os.environ, "GOPATH": str(work / "gopath"), "GO111MODULE": "off", "GOFLAGS": "",
            "CGO_ENABLED": os.environ.get("CGO_ENABLED", "1")}
+    if recipe["toolchain"]["kind"] == "go-modules":
+        # Only the tree's vendor/: no download, and the installed Go even where go.mod names a toolchain line.
+        env.update({"GO111MODULE": "on", "GOFLAGS": "-mod=vendor", "GOPROXY": "off", "GOTOOLCHAIN": "local"})
     env.update({k: str(v) for k, v in (recipe["toolchain"].get("env") or {}).items()})
     return env
 
 
-def _go_build(env: dict, cwd: Path, package: str, out: Path, tags: list[str], what: str | None = None) -> None:
-    cmd = ["go", "build", "-o", str(out)] + (["-tags", ",".join(tags)] if tags else []) + [package]
+def _module_flags(recipe: dict) -> list[str]:
+    """go-modules: ``-trimpath`` (the build cache is shared across build directories), no VCS stamp (a
+    snapshot has no .git), and the recipe's ``ldflags_x`` (e.g. the release Fabric's Makefile links in)."""
+    toolchain = recipe["toolchain"]
+    if toolchain["kind"] != "go-modules":
+        return []
+    values = {"release": (toolchain.get("release") or {}).get("version", ""), "commit": recipe["commit"]}
+    xs = [f"-X {var}={value.format(**values)}" for var, value in sorted((toolchain.get("ldflags_x") or {}).items())]
+    return ["-trimpath", "-buildvcs=false"] + (["-ldflags", " ".join(xs)] if xs else [])
+
+
+def _check_release(recipe: dict, tree: Path) -> str | None:
+    """The release the tree states (``toolchain.release``: a make variable in a file), checked against the
+    recipe's; None where the recipe names none."""
+    spec = recipe["toolchain"].get("release")
+    if not spec:
+        return None
+    path = tree / spec["file"]
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    found = re.findall(rf"^{re.escape(spec['variable'])}\s*[?:]?=\s*(\S+)\s*$", text, flags=re.MULTILINE)
+    if found != [spec["version"]]:
+        raise HarnessError(f"{recipe['system']}: the recipe says release {spec['version']}, but {spec['file']} "
+                           f"of {recipe['commit'][:12]} sets {spec['variable']} to "
+                           f"{', '.join(found) or 'nothing'}")
+    return spec["version"]
+
+
+def _go_build(env: dict, cwd: Path, package: str, out: Path, tags: list[str], what: str | None = None,
+              flags: list[str] = ()) -> None:
+    cmd = ["go", "build", "-o", str(out), *flags] + (["-tags", ",".join(tags)] if tags else []) + [package]
     run_command(cmd, what or f"go build {package}", cwd=cwd, env=env)
 
 
