@@ -148,18 +148,26 @@ def _known_paper(paper: str) -> None:
 
 
 @task(positional=_positional("report", "paper"), iterable=["run"],
-      help={"paper": "paper id",
+      help={"paper": "paper id (default: every paper, with each one's export and reports/index.html)",
             "run": "pool only these run directories (repeat --run for several); default: every complete run",
             "since": "only runs started at or after this UTC date or time (2025-01-31 or 2025-01-31T12:00:00Z)"})
 def report(c, paper=None, run=None, since=None):
     """Re-render a paper's report from its stored runs (no re-run): each experiment pools every complete
-    run of one configuration, with 95% intervals and a verdict per claim (docs/catalogue.md)."""
+    run of one configuration, with 95% intervals and a verdict per claim (docs/catalogue.md). Without
+    --paper, every paper's report and export and the site's reports/index.html."""
     from harness.reproduce import REPORTS, RESULTS
-    from harness.report import render_paper
+    from harness.report import render_all, render_paper
     if not paper:
-        raise Exit("error: give the paper (--paper " + "|".join(_papers()) + ")", code=1)
+        if run or since:
+            raise Exit("error: --run and --since need the paper (--paper " + "|".join(_papers()) + ")", code=1)
+        from harness.export import export_paper
+        outs = _guard(render_all, RESULTS, REPORTS, export=export_paper)
+        for out in outs:
+            print(f"report: {out / 'report.html'}")
+        print(f"index: {REPORTS / 'index.html'}")
+        return
     out = _guard(render_paper, paper, results=RESULTS, reports=REPORTS, runs=run or None, since=since)
-    print(f"report: {out / 'report.md'} and {out / 'report.html'}")
+    print(f"report: {out / 'report.md'} and {out / 'report.html'}; index: {REPORTS / 'index.html'}")
 
 
 @task(positional=_positional("export", "paper"), iterable=["run"],

@@ -1,18 +1,23 @@
-"""A paper's report: the Claims table of every experiment at the top, each experiment's section, what has
-not run, and the fidelity section; written as Markdown and HTML, each section also into its run."""
+"""A paper's report: at the top what was found (``glance``: verdict counts, what they were judged on, what to
+run next), the Claims table of every experiment, each experiment's section, what has not run, and the
+fidelity section; written as Markdown and HTML, each section also into its run, with ``glance.json`` for the
+site's index (``site``), which is written anew."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .. import fidelity
+from .. import SCHEMA_VERSION, fidelity
 from ..catalogue import load_paper
 from ..errors import HarnessError
 from ..rundir import Run, select_runs
+from ..rundir import write_json
 from .experiment import experiment_blocks
+from .glance import glance_blocks
 from .render import to_html, to_markdown
+from .site import write_index
 from .text import fmt
-from .verdicts import CLAIM_HEADERS, VERDICT_METHOD, claims_rows
+from .verdicts import CLAIM_HEADERS, VERDICT_METHOD, claims_block
 
 
 def _claims_once(blocks: list[tuple], experiment_id: str) -> list[tuple]:
@@ -46,7 +51,7 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
             raise HarnessError(f"--run {path}: a run of paper {named.metadata['paper']!r}, not {paper_id!r}")
     out = Path(reports) / paper_id
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    body, all_claims, not_runnable, not_run = [], [], [], []
+    body, all_claims, not_runnable, not_run, entries = [], [], [], [], []
     for experiment in paper.experiments:
         selection = select_runs(results, paper_id, experiment["id"], named=runs, since=since)
         if selection is None:
@@ -60,15 +65,18 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
         blocks, claims = experiment_blocks(experiment, selection, figure)
         run = selection.shown
         body += _claims_once(blocks, experiment["id"])
-        all_claims += [[experiment["id"]] + r for r in claims_rows(claims)]
+        all_claims += [{**c, "experiment": experiment["id"]} for c in claims]
+        entries.append({"id": experiment["id"], "claims": claims, "selection": selection})
         for _, name, png, _caption in (b for b in blocks if b[0] == "img"):
             (out / name).write_bytes(png)
             (run.path / "figures").mkdir(exist_ok=True)
             (run.path / name).write_bytes(png)
         (run.path / "report.md").write_text(to_markdown(blocks), encoding="utf-8")
 
+    glance, facts = glance_blocks(paper_id, entries, info.get("hardware"), not_run)
     head = [("h1", f"{info['title']}"),
-            ("p", ", ".join(info.get("authors") or []) + (f". {info['venue']}." if info.get("venue") else "")),
+            ("p", ", ".join(info.get("authors") or []) + (f". {info['venue']}." if info.get("venue") else ""))]
+    head += glance + [
             ("p", "Measured by this repository's harness from the stored runs named in each section "
                   "(every complete run of one configuration, pooled); published values are quoted from the paper "
                   "with their place in it.")]
@@ -76,7 +84,7 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
         head.append(("p", "Runs considered: " + (f"those named with --run ({len(runs)})" if runs is not None else "all")
                           + (f", started since {since}" if since else "") + "."))
     if all_claims:
-        head += [("h2", "Claims"), ("table", ["experiment"] + CLAIM_HEADERS, all_claims), ("p", VERDICT_METHOD)]
+        head += [("h2", "Claims"), claims_block(all_claims), ("p", VERDICT_METHOD)]
     tail = []
     if not_run:
         title = "Not run yet" if runs is None and not since else "No run selected"
@@ -87,4 +95,6 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
     blocks = head + body + tail
     (out / "report.md").write_text(to_markdown(blocks), encoding="utf-8")
     (out / "report.html").write_text(to_html(blocks, info["title"]), encoding="utf-8")
+    write_json(out / "glance.json", {"schema_version": SCHEMA_VERSION, **facts, "title": info["title"], "selected": runs is not None or bool(since)})
+    write_index(Path(reports), papers_dir)
     return out

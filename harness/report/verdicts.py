@@ -104,3 +104,42 @@ def control_blocks(summary: dict) -> list[tuple]:
         parts.append(f"`{c['point']}` planted {planted}; {found}; {outcome}")
     return [("p", "**Control** (a point that corrupts 1% of its transactions of each kind its driver supports; "
                   "its ledger codes and our verifier must mark exactly those invalid): " + "; ".join(parts) + ".")]
+
+
+#: The claims table of a paper's report: one line per claim; reason, caveat and evidence folded under it.
+CLAIM_LINE_HEADERS = ["experiment", "claim", "published", "measured [95% CI] (n)", "verdict"]
+#: Column widths of that table in the HTML (it fits 1280 px without scrolling sideways).
+CLAIM_LINE_WIDTHS = ["14%", "38%", "10%", "16%", "22%"]
+
+
+def claims_block(claims: list[dict]) -> tuple:
+    """The ``("claims", ...)`` block (harness/report/render.py) of claims that carry their ``experiment``:
+    one line per claim (statement, published value, measured value with interval and n, verdict), its
+    reason, caveat and evidence as details; a sentence (a ``;``-separated part) that several claims'
+    details share is said once, as a numbered note the details point to."""
+    rows, raw = [], []
+    for c, row in zip(claims, claims_rows(claims)):
+        statement, expected, measured, verdict, reason, caveat, evidence = row
+        rows.append([c.get('experiment', '–'), statement, expected, measured, verdict])
+        raw.append([(label, text) for label, text in (("reason", reason), ("caveat (comparable on)", caveat),
+                                                       ("evidence", evidence)) if text and text != "–"])
+    seen: dict[str, int] = {}
+    for items in raw:
+        for part in {p for _, text in items for p in text.split("; ")}:
+            seen[part] = seen.get(part, 0) + 1
+    notes: list[str] = []
+
+    def short(text: str) -> str:
+        out = []
+        for part in text.split("; "):
+            if seen.get(part, 0) > 1 and len(part) > 24:
+                if part not in notes:
+                    notes.append(part)
+                n = notes.index(part) + 1
+                out.append(f"[note {n}](#note-{n})")
+            else:
+                out.append(part)
+        return "; ".join(out)
+
+    details = [[(label, short(text)) for label, text in items] for items in raw]
+    return ("claims", CLAIM_LINE_HEADERS, rows, details, notes, CLAIM_LINE_WIDTHS)
