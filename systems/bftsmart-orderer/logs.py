@@ -262,6 +262,17 @@ def frontend_latency(reports: pd.DataFrame, column: str) -> float:
     return float(sum(per_frontend) / len(per_frontend)) if per_frontend else float("nan")
 
 
+#: The percentile columns of TestNodes' reports that Fig. 7 draws (median, 90th, 95th).
+FIG7_PERCENTILES = ("p50_ms", "p90_ms", "p95_ms")
+
+
+def frontend_percentiles(reports: pd.DataFrame) -> float:
+    """Fig. 7's latencies of a point as one number: ``frontend_latency`` of each of the median, 90th and 95th
+    percentile, averaged. NaN without reports."""
+    values = [frontend_latency(reports, column) for column in FIG7_PERCENTILES]
+    return float(sum(values) / len(values))
+
+
 def rate(reports: pd.DataFrame, unit: str) -> float:
     """Mean rate of the leader's ``unit`` reports over the measured window, per second.
 
