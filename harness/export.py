@@ -25,6 +25,7 @@ from .claims import claim_band
 from .catalogue import load_paper
 from .collect import write_table
 from .errors import HarnessError
+from .report import conditions
 from .rundir import Run, build_identity, read_json, select_runs
 
 MEASUREMENT_COLUMNS = ("paper", "experiment", "variant", "sweep", "repetition", "point", "run_id", "build_kind",
@@ -111,7 +112,10 @@ def export_paper(paper_id: str, results: Path, out: Path, papers_dir: Path | Non
         stored = selection.shown.stored("experiment")["experiment"]
         for run in selection.pooled:
             measurements += _point_rows(run, paper_id, experiment["id"], units)
-        claims += [_claim_row(c, paper_id, stored, summary["runs"]) for c in summary["claims"]]
+        # the catalogue's conditions for judging, as the report applies them (harness/report/conditions.py)
+        judged = conditions.apply(summary["claims"], {**stored, "judged_when": experiment.get("judged_when")},
+                                  selection.configuration.get("parameters") or {}, selection.configuration.get("scale"))
+        claims += [_claim_row(c, paper_id, stored, summary["runs"]) for c in judged]
     if not measurements:
         raise HarnessError(f"no stored runs of paper {paper_id!r} to export (invoke reproduce --paper {paper_id})")
     tables = {"measurements": pd.DataFrame(measurements, columns=list(MEASUREMENT_COLUMNS)),

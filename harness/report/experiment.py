@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import systems
 from ..analyze import analyze_pool
 from ..rundir import Selection
+from . import conditions
 from .cores import cores_blocks
 from .figures import draw_figure, published_for
 from .hosts import resource_blocks
@@ -133,6 +134,9 @@ def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) 
                 f"{len(selection.pooled)} run(s): " + ", ".join(r.id for r in selection.pooled))
     claims = [{**c, "evidence": f"{evidence_class_text(c.get('evidence_class'))}; {evidence}"}
               for c in with_caveats(summary["claims"], stored)]
+    # the catalogue's conditions for judging (a stored run's experiment.yaml may predate them)
+    claims = conditions.apply(claims, {**stored, "judged_when": experiment.get("judged_when") or stored.get("judged_when")},
+                              selection.configuration.get("parameters") or {}, selection.configuration.get("scale"))
     if claims:
         blocks.append(("table", CLAIM_HEADERS, claims_rows(claims)))
         blocks += control_blocks(summary)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import cpus
 from ..rundir import read_json
+from .conditions import SCALES
 from .text import cores_text, fmt
 
 #: The verdicts in the order the counts name them.
@@ -16,6 +17,8 @@ MIN_REPEAT = 3
 
 
 def _evidence(claim: dict) -> str:
+    if claim.get("judged_at_scale"):
+        return f"scale too small: {claim['judged_at_scale']} would judge"
     cls = claim.get("evidence_class")
     if cls == "ledger-proven":
         return "ledger-proven"
@@ -81,11 +84,14 @@ def minutes(seconds: float) -> str:
 def next_run(paper_id: str, experiment_id: str, claims: list[dict], selection) -> dict | None:
     """What to run to decide ``claims``' inconclusive verdicts: ``{command, repeat, why, estimate_s, how}``;
     None when none is inconclusive."""
-    open_claims = [c for c in claims if c["verdict"] == "inconclusive"
+    open_claims = [c for c in claims if c["verdict"] == "inconclusive" or c.get("judged_at_scale")
                    or (c.get("cores") or {}).get("verdict") == "inconclusive"]
     if not open_claims:
         return None
     config = getattr(selection, "configuration", None) or {}
+    scales = [c["judged_at_scale"] for c in open_claims if c.get("judged_at_scale")]
+    scale = max(scales + ([config["scale"]] if config.get("scale") in SCALES else []), key=SCALES.index) \
+        if scales else config.get("scale")
     needed = [c.get("repetitions_needed") for c in open_claims]
     known = [n for n in needed if isinstance(n, int)]
     repeat = max(known + [MIN_REPEAT])
@@ -108,16 +114,20 @@ def next_run(paper_id: str, experiment_id: str, claims: list[dict], selection) -
             why += f"; a cpus sweep ({','.join(map(str, sweep))}) gives the trend to the paper's cores"
         else:
             why += "; this host has one CPU: no cpus sweep, the verdict at the paper's cores stays open"
+    if scale != config.get("scale"):
+        why += f"; scale {scale}: the claims' conditions are not met at {config.get('scale')}"
     command = f"invoke reproduce --paper {paper_id} --experiment {experiment_id}"
-    if config.get("scale"):
-        command += f" --scale {config['scale']}"
+    if scale:
+        command += f" --scale {scale}"
     kind = (config.get("build") or {}).get("kind")
     if kind in ("upstream", "reference"):
         command += f" --build {kind}"
     command += f" --repeat {repeat}" + (f" --set cpus={','.join(map(str, sweep))}" if sweep else "")
     per, controls, nruns = _point_costs(getattr(selection, "pooled", None) or [])
     estimate, how = None, "no point of these runs recorded its wall time"
-    if per:
+    if per and scale != config.get("scale"):
+        how = f"no estimate: no point at scale {scale} was measured here (those at {config.get('scale')} were)"
+    elif per:
         factor = max(len(sweep), 1)
         points = len(per) * repeat * factor
         control = (sum(controls) / nruns) if controls and nruns else 0.0
@@ -169,7 +179,7 @@ def glance_blocks(paper_id: str, entries: list[dict], paper_hardware=None, not_r
     if nexts:
         total = [n["estimate_s"] for n in nexts]
         est = (f", about {minutes(sum(total))} of points on this machine" if None not in total else "")
-        blocks.append(("p", f"**Run next** to decide the {sum(n['claims'] for n in nexts)} inconclusive claim(s)"
+        blocks.append(("p", f"**Run next** to decide the {sum(n['claims'] for n in nexts)} open claim(s)"
                             f"{est}:"))
         blocks.append(("pre", "\n".join(
             f"{n['command']}\n  # {n['why']}\n  # "

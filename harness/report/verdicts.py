@@ -60,6 +60,8 @@ def verdict_text(claim: dict) -> str:
     """The claim's verdict as measured and, where the paper states its cores and they differ from those
     measured, the verdict at the paper's cores (analyze.cores_section)."""
     text = f"**{claim['verdict']}**"
+    if claim.get("judged_at_scale"):  # harness/report/conditions.py: never a verdict where the scale cannot show it
+        return text + f" at this scale (scale {claim['judged_at_scale']} judges it)"
     cores = claim.get("cores") or {}
     at = [m["cores"] for m in cores.get("measured") or []]
     if cores.get("verdict") and at and cores.get("paper") not in at:  # the verdict shown is at the most cores

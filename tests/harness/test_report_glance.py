@@ -99,3 +99,28 @@ def test_a_stale_glance_file_does_not_break_the_index(root, tmp_path):
     from harness.report import write_index
     assert "not rendered yet" in write_index(reports, root / "papers").read_text()
 
+
+
+def test_no_verdict_where_the_scale_cannot_show_the_effect(root, tmp_path):
+    """Issue 36, item 5: an experiment's ``judged_when`` unmet by the runs (here 2 blocks where 124 are
+    needed) leaves its claims "not comparable at this scale" with the scale that judges them, in the report
+    and the export alike, and the next command asks for that scale."""
+    import yaml
+    from harness.export import export_paper
+    path = root / "papers" / "mini.yaml"
+    doc = yaml.safe_load(path.read_text())
+    bench = next(e for e in doc["experiments"] if e["id"] == "bench")
+    bench["judged_when"] = [{"what": "blocks", "parameter": "block_size", "min": 124, "scale": "local",
+                             "why": "a pipeline of 31 blocks must fill"}]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    results = tmp_path / "results"
+    one_repetition_store(results, root)
+    out = render_paper("mini", results, tmp_path / "reports", root / "papers")
+    md = (out / "report.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("| bench | Quick is as fast as slow"))
+    assert "**not comparable** at this scale (scale local judges it)" in line and "inconclusive" not in line
+    assert "not comparable at this scale (smoke): blocks 10 here, at least 124 needed" in md
+    assert "--scale local" in read_json(out / "glance.json")["next"][0]["command"]
+    claims = export_paper("mini", results, tmp_path / "export", root / "papers")["claims"]
+    c1 = claims[claims.claim == "c1"].iloc[0]
+    assert c1.verdict == "not comparable" and "scale local would judge it" in c1.reason
