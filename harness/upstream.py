@@ -275,7 +275,9 @@ def _go_builds(system: str, recipe: dict, work: Path, tree: Path, log) -> tuple[
             src = work / "chaincode" / name
             shutil.copytree(REPO_ROOT / cc["source"], src)
             log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name} (its own module)")
-            cc_env = {**env, "GOFLAGS": "-mod=readonly", "GOPROXY": os.environ.get("GOPROXY", "")}
+            # its dependencies from the Go module proxy (go.sum checks them) into the user's module cache
+            cc_env = {**env, "GOFLAGS": "-mod=readonly", "GOPROXY": os.environ.get("GOPROXY", ""),
+                      "GOMODCACHE": run_command(["go", "env", "GOMODCACHE"], "go env GOMODCACHE").strip()}
             _go_build(cc_env, src, ".", work / "bin" / name, tags, what=f"go build chaincode {cc['import_path']}",
                       flags=["-trimpath", "-buildvcs=false"])
         return env, modules

@@ -1,0 +1,236 @@
+"""The configuration of a Fabric v2.5 / v3.1 network, by release: cryptogen's crypto-config.yaml,
+configtxgen's configtx.yaml (one application channel, no system channel: Raft with cluster TLS,
+or SmartBFT on v3.x), and each node's orderer.yaml / core.yaml as the release's own sample with our
+values set (so that every key written is one the release reads; infra/upstream_keys/fabric-<release>/).
+
+Plain data in, plain data out (no I/O but reading a sample): the smoke driver (smoke.py) and the
+tests use it; the keys are checked with infra/config_keys.py.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+ORDERER_DOMAIN = "example.com"
+PEER_DOMAIN = "org1.example.com"
+ORDERER_MSP = "OrdererMSP"
+PEER_MSP = "Org1MSP"
+RELEASES = ("2.5", "3.1")
+CONSENSUS = {"2.5": ("etcdraft",), "3.1": ("etcdraft", "BFT")}
+
+
+@dataclass
+class Node:
+    """One orderer or peer: its name and ports on ``host`` (a loopback address on the local provider)."""
+    name: str
+    host: str
+    port: int
+    cluster_port: int = 0
+    admin_port: int = 0
+    operations_port: int = 0
+    chaincode_port: int = 0
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass
+class Layout:
+    """The network: orderers (3 for Raft, 4 for BFT f=1), one peer, the chaincode server's address."""
+    release: str
+    consensus: str
+    orderers: list[Node]
+    peer: Node
+    chaincode_address: str
+    channel: str = "mychannel"
+    batch_timeout: str = "250ms"
+    block_size: int = 100
+    extra: dict = field(default_factory=dict)
+
+
+def layout(release: str, consensus: str, host: str = "127.0.0.1", base_port: int = 27050) -> Layout:
+    """The local layout: each node's ports in a block of 10 from ``base_port``."""
+    if release not in RELEASES:
+        raise ValueError(f"release {release!r}: one of {', '.join(RELEASES)}")
+    if consensus not in CONSENSUS[release]:
+        raise ValueError(f"Fabric v{release} orders with {', '.join(CONSENSUS[release])}, not {consensus!r}")
+    count = 4 if consensus == "BFT" else 3
+    orderers = [Node(f"orderer{i}", host, base_port + 10 * i, base_port + 10 * i + 1, base_port + 10 * i + 2,
+                     base_port + 10 * i + 3) for i in range(count)]
+    p = base_port + 10 * count
+    peer = Node("peer0", host, p, operations_port=p + 3, chaincode_port=p + 2)
+    return Layout(release, consensus, orderers, peer, f"{host}:{p + 5}")
+
+
+# ------------------------------------------------------------------ paths in cryptogen's output
+
+def orderer_dir(node: Node) -> str:
+    return f"ordererOrganizations/{ORDERER_DOMAIN}/orderers/{node.name}.{ORDERER_DOMAIN}"
+
+
+def peer_dir(node: Node) -> str:
+    return f"peerOrganizations/{PEER_DOMAIN}/peers/{node.name}.{PEER_DOMAIN}"
+
+
+def orderer_admin_dir() -> str:
+    return f"ordererOrganizations/{ORDERER_DOMAIN}/users/Admin@{ORDERER_DOMAIN}"
+
+
+def peer_admin_dir() -> str:
+    return f"peerOrganizations/{PEER_DOMAIN}/users/Admin@{PEER_DOMAIN}"
+
+
+# ------------------------------------------------------------------ cryptogen
+
+def crypto_config(net: Layout) -> dict:
+    """cryptogen's input: one orderer organization with a node per orderer, one peer organization;
+    node OUs on (v2+ policies name admin/peer/client roles); every node's TLS certificate valid for its
+    host address (cryptogen always makes TLS material)."""
+    sans = sorted({net.peer.host, "localhost"})
+    return {"OrdererOrgs": [{"Name": "Orderer", "Domain": ORDERER_DOMAIN, "EnableNodeOUs": True,
+                             "Specs": [{"Hostname": o.name, "SANS": sorted({o.host, "localhost"})}
+                                       for o in net.orderers]}],
+            "PeerOrgs": [{"Name": "Org1", "Domain": PEER_DOMAIN, "EnableNodeOUs": True,
+                          "Template": {"Count": 1, "SANS": sans}, "Users": {"Count": 1}}]}
+
+
+# ------------------------------------------------------------------ configtxgen
+
+def _sig(rule: str) -> dict:
+    return {"Type": "Signature", "Rule": rule}
+
+
+def _meta(rule: str) -> dict:
+    return {"Type": "ImplicitMeta", "Rule": rule}
+
+
+def configtx(net: Layout, crypto: str) -> dict:
+    """configtxgen's input, profile ``Channel``: the application channel's genesis block, which the
+    orderers join with osnadmin (channel participation) and the peer with ``peer channel join``.
+
+    v3.1: channel capability V3_0 (BFT needs it), the orderer organization's OrdererEndpoints only
+    (v3 drops the global Orderer.Addresses). v2.5: channel capability V2_0. Both: application V2_5,
+    orderer V2_0, the v2 lifecycle's policies."""
+    om, pm = ORDERER_MSP, PEER_MSP
+    orderer_org = {"Name": "OrdererOrg", "ID": om, "MSPDir": f"{crypto}/ordererOrganizations/{ORDERER_DOMAIN}/msp",
+                   "Policies": {"Readers": _sig(f"OR('{om}.member')"), "Writers": _sig(f"OR('{om}.member')"),
+                                "Admins": _sig(f"OR('{om}.admin')")},
+                   "OrdererEndpoints": [o.address for o in net.orderers]}
+    peer_org = {"Name": pm, "ID": pm, "MSPDir": f"{crypto}/peerOrganizations/{PEER_DOMAIN}/msp",
+                "Policies": {"Readers": _sig(f"OR('{pm}.admin', '{pm}.peer', '{pm}.client')"),
+                             "Writers": _sig(f"OR('{pm}.admin', '{pm}.client')"),
+                             "Admins": _sig(f"OR('{pm}.admin')"),
+                             "Endorsement": _sig(f"OR('{pm}.peer')")}}
+    orderer = {"OrdererType": net.consensus, "BatchTimeout": net.batch_timeout,
+               "BatchSize": {"MaxMessageCount": net.block_size, "AbsoluteMaxBytes": "10 MB",
+                             "PreferredMaxBytes": "2 MB"},
+               "Organizations": [orderer_org],
+               "Policies": {"Readers": _meta("ANY Readers"), "Writers": _meta("ANY Writers"),
+                            "Admins": _meta("MAJORITY Admins"), "BlockValidation": _meta("ANY Writers")},
+               "Capabilities": {"V2_0": True}}
+    tls = lambda o: f"{crypto}/{orderer_dir(o)}/tls/server.crt"  # noqa: E731
+    if net.consensus == "etcdraft":
+        if net.release == "2.5":
+            orderer["Addresses"] = [o.address for o in net.orderers]
+        orderer["EtcdRaft"] = {"Consenters": [{"Host": o.host, "Port": o.cluster_port, "ClientTLSCert": tls(o),
+                                               "ServerTLSCert": tls(o)} for o in net.orderers],
+                               "Options": {"TickInterval": "500ms", "ElectionTick": 10, "HeartbeatTick": 1,
+                                           "MaxInflightBlocks": 5, "SnapshotIntervalSize": "16 MB"}}
+    else:  # SmartBFT: 3f+1 consenters, each with its identity. BlockValidation must be stated, but v3.1's
+        # configtxgen replaces it with the consenters' signature policy (encoder.go,
+        # policies.EncodeBFTBlockVerificationPolicy); it knows no "ImplicitOrderer" type.
+        orderer["ConsenterMapping"] = [
+            {"ID": i + 1, "Host": o.host, "Port": o.cluster_port, "MSPID": om,
+             "Identity": f"{crypto}/{orderer_dir(o)}/msp/signcerts/{o.name}.{ORDERER_DOMAIN}-cert.pem",
+             "ClientTLSCert": tls(o), "ServerTLSCert": tls(o)} for i, o in enumerate(net.orderers)]
+        orderer["SmartBFT"] = {"RequestBatchMaxInterval": net.batch_timeout, "RequestForwardTimeout": "5s",
+                               "RequestComplainTimeout": "20s", "RequestAutoRemoveTimeout": "3m0s",
+                               "ViewChangeResendInterval": "5s", "ViewChangeTimeout": "20s",
+                               "LeaderHeartbeatTimeout": "1m0s", "CollectTimeout": "1s",
+                               "IncomingMessageBufferSize": 200, "RequestPoolSize": 100000,
+                               "LeaderHeartbeatCount": 10}
+    application = {"Organizations": [peer_org],
+                   "Policies": {"Readers": _meta("ANY Readers"), "Writers": _meta("ANY Writers"),
+                                "Admins": _meta("MAJORITY Admins"),
+                                "LifecycleEndorsement": _meta("MAJORITY Endorsement"),
+                                "Endorsement": _meta("MAJORITY Endorsement")},
+                   "Capabilities": {"V2_5": True}}
+    channel_cap = {"V3_0": True} if net.release == "3.1" else {"V2_0": True}
+    profile = {"Policies": {"Readers": _meta("ANY Readers"), "Writers": _meta("ANY Writers"),
+                            "Admins": _meta("MAJORITY Admins")},
+               "Capabilities": channel_cap, "Orderer": orderer, "Application": application}
+    return {"Organizations": [copy.deepcopy(orderer_org), copy.deepcopy(peer_org)], "Profiles": {"Channel": profile}}
+
+
+# ------------------------------------------------------------------ node configuration
+
+#: Keys the release reads that its sample only shows commented out (core/peer/config.go reads both).
+READ_NOT_IN_SAMPLE = ("peer.chaincodeListenAddress", "peer.chaincodeAddress")
+
+
+def _set(doc: dict, dotted: str, value) -> None:
+    """Set a key the sample already has (a KeyError names a key the release does not read)."""
+    *parents, last = dotted.split(".")
+    node = doc
+    for key in parents:
+        node = node[key]
+    if last not in node and dotted not in READ_NOT_IN_SAMPLE:
+        raise KeyError(f"{dotted}: not in the release's sample")
+    node[last] = value
+
+
+def orderer_yaml(sample: dict, net: Layout, node: Node, crypto: str, data: str) -> dict:
+    """The release's sampleconfig/orderer.yaml with one orderer's values: TLS on every listener (the
+    cluster on its own port with mutual TLS, the admin endpoint with client authentication, as
+    osnadmin needs), channel participation, no system channel (v2.5: BootstrapMethod none)."""
+    doc = copy.deepcopy(sample)
+    tls = f"{crypto}/{orderer_dir(node)}/tls"
+    ca = f"{tls}/ca.crt"
+    admin_ca = f"{crypto}/{orderer_admin_dir()}/tls/ca.crt"
+    for key, value in {
+            "General.ListenAddress": node.host, "General.ListenPort": node.port,
+            "General.TLS.Enabled": True, "General.TLS.PrivateKey": f"{tls}/server.key",
+            "General.TLS.Certificate": f"{tls}/server.crt", "General.TLS.RootCAs": [ca],
+            "General.TLS.ClientAuthRequired": False,
+            "General.Cluster.ListenAddress": node.host, "General.Cluster.ListenPort": node.cluster_port,
+            "General.Cluster.ServerCertificate": f"{tls}/server.crt",
+            "General.Cluster.ServerPrivateKey": f"{tls}/server.key",
+            "General.Cluster.ClientCertificate": f"{tls}/server.crt",
+            "General.Cluster.ClientPrivateKey": f"{tls}/server.key",
+            "General.LocalMSPDir": f"{crypto}/{orderer_dir(node)}/msp", "General.LocalMSPID": ORDERER_MSP,
+            "FileLedger.Location": f"{data}/ledger",
+            "Operations.ListenAddress": f"{node.host}:{node.operations_port}",
+            "Admin.ListenAddress": f"{node.host}:{node.admin_port}", "Admin.TLS.Enabled": True,
+            "Admin.TLS.Certificate": f"{tls}/server.crt", "Admin.TLS.PrivateKey": f"{tls}/server.key",
+            "Admin.TLS.ClientAuthRequired": True, "Admin.TLS.ClientRootCAs": [admin_ca],
+            "ChannelParticipation.Enabled": True,
+            "Consensus.WALDir": f"{data}/etcdraft/wal", "Consensus.SnapDir": f"{data}/etcdraft/snapshot"}.items():
+        _set(doc, key, value)
+    if net.release == "2.5":
+        _set(doc, "General.BootstrapMethod", "none")
+    return doc
+
+
+def core_yaml(sample: dict, net: Layout, node: Node, crypto: str, data: str, builders: str) -> dict:
+    """The release's sampleconfig/core.yaml with the peer's values: TLS on, LevelDB under ``data``, no
+    Docker (``vm.endpoint`` empty), our external builder for chaincode as a service, the block log
+    at INFO (it times every commit)."""
+    doc = copy.deepcopy(sample)
+    d = f"{crypto}/{peer_dir(node)}"
+    for key, value in {
+            "peer.id": f"{node.name}.{PEER_DOMAIN}", "peer.listenAddress": node.address,
+            "peer.address": node.address, "peer.chaincodeListenAddress": f"{node.host}:{node.chaincode_port}",
+            "peer.chaincodeAddress": f"{node.host}:{node.chaincode_port}",
+            "peer.gossip.bootstrap": node.address, "peer.gossip.endpoint": node.address,
+            "peer.gossip.externalEndpoint": node.address,
+            "peer.tls.enabled": True, "peer.tls.cert": {"file": f"{d}/tls/server.crt"},
+            "peer.tls.key": {"file": f"{d}/tls/server.key"}, "peer.tls.rootcert": {"file": f"{d}/tls/ca.crt"},
+            "peer.mspConfigPath": f"{d}/msp", "peer.localMspId": PEER_MSP,
+            "peer.fileSystemPath": f"{data}/production",
+            "operations.listenAddress": f"{node.host}:{node.operations_port}",
+            "vm.endpoint": "",
+            "chaincode.externalBuilders": [{"name": "ccaas", "path": builders}]}.items():
+        _set(doc, key, value)
+    return doc
