@@ -58,9 +58,10 @@ def _sweep_cpus(usable: int | None) -> list[int]:
     return out + [usable]
 
 
-def _point_costs(runs: list) -> tuple[dict, list[float], int]:
+def _point_costs(runs: list, window_factor: float = 1.0) -> tuple[dict, list[float], int]:
     """Mean wall seconds per configuration (variant, sweep) of ``runs``' measured points, the control points'
-    wall seconds, and the number of runs (``duration_s`` of each point's summary.json)."""
+    wall seconds, and the number of runs (``duration_s`` of each point's summary.json); with ``window_factor``,
+    each point's measured window (``timing.measured_window_s``) counted that many times (a larger scale)."""
     per: dict[tuple, list[float]] = {}
     controls: list[float] = []
     for run in runs:
@@ -69,6 +70,9 @@ def _point_costs(runs: list) -> tuple[dict, list[float], int]:
             wall = s.get("duration_s") or (s.get("timing") or {}).get("wall_s")
             if not isinstance(wall, (int, float)):
                 continue
+            window = (s.get("timing") or {}).get("measured_window_s")
+            if isinstance(window, (int, float)) and 0 < window <= wall:
+                wall = wall + window * (window_factor - 1)
             if s.get("control"):
                 controls.append(float(wall))
             else:
@@ -81,7 +85,16 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
-def next_run(paper_id: str, experiment_id: str, claims: list[dict], selection) -> dict | None:
+def _scale_factor(experiment: dict | None, here: str | None, there: str | None) -> float | None:
+    """How many times the transactions of scale ``there`` are those of ``here`` (the catalogue's ``scales``);
+    None when either is not stated."""
+    scales = (experiment or {}).get("scales") or {}
+    a, b = (scales.get(here) or {}).get("transactions"), (scales.get(there) or {}).get("transactions")
+    return b / a if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a else None
+
+
+def next_run(paper_id: str, experiment_id: str, claims: list[dict], selection, experiment: dict | None = None
+             ) -> dict | None:
     """What to run to decide ``claims``' inconclusive verdicts: ``{command, repeat, why, estimate_s, how}``;
     None when none is inconclusive."""
     open_claims = [c for c in claims if c["verdict"] == "inconclusive" or c.get("judged_at_scale")
@@ -123,10 +136,12 @@ def next_run(paper_id: str, experiment_id: str, claims: list[dict], selection) -
     if kind in ("upstream", "reference"):
         command += f" --build {kind}"
     command += f" --repeat {repeat}" + (f" --set cpus={','.join(map(str, sweep))}" if sweep else "")
-    per, controls, nruns = _point_costs(getattr(selection, "pooled", None) or [])
+    factor_tx = 1.0 if scale == config.get("scale") else _scale_factor(experiment, config.get("scale"), scale)
+    per, controls, nruns = _point_costs(getattr(selection, "pooled", None) or [], factor_tx or 1.0)
     estimate, how = None, "no point of these runs recorded its wall time"
-    if per and scale != config.get("scale"):
-        how = f"no estimate: no point at scale {scale} was measured here (those at {config.get('scale')} were)"
+    if per and factor_tx is None:
+        how = (f"no estimate: no point at scale {scale} was measured here (those at {config.get('scale')} were), "
+               "and the catalogue states no transactions to scale them by")
     elif per:
         factor = max(len(sweep), 1)
         points = len(per) * repeat * factor
@@ -135,7 +150,9 @@ def next_run(paper_id: str, experiment_id: str, claims: list[dict], selection) -
         how = (f"{points} points ({len(per)} configuration(s) × {repeat} repetitions"
                + (f" × {factor} cpus values" if factor > 1 else "") + f") at {fmt(sum(per.values()) / len(per))} s "
                "a point as measured here" + (f", + {len(controls) // max(nruns, 1)} control point(s)" if controls else "")
-               + "; builds and start-up not counted")
+               + "; builds and start-up not counted"
+               + (f"; each point's measured window × {fmt(factor_tx)} for scale {scale}'s transactions, the rest "
+                  f"of its wall time as at {config.get('scale')}" if factor_tx != 1.0 else ""))
     return {"experiment": experiment_id, "command": command, "repeat": repeat, "cpus": sweep, "why": why,
             "claims": len(open_claims), "estimate_s": round(estimate, 1) if estimate is not None else None,
             "how": how}
@@ -175,7 +192,7 @@ def glance_blocks(paper_id: str, entries: list[dict], paper_hardware=None, not_r
     on = judged_on(entries, paper_hardware)
     if on:
         blocks.append(("p", on))
-    nexts = [n for e in entries if (n := next_run(paper_id, e["id"], e["claims"], e["selection"]))]
+    nexts = [n for e in entries if (n := next_run(paper_id, e["id"], e["claims"], e["selection"], e.get("experiment")))]
     if nexts:
         total = [n["estimate_s"] for n in nexts]
         est = (f", about {minutes(sum(total))} of points on this machine" if None not in total else "")

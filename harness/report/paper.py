@@ -66,7 +66,7 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
         run = selection.shown
         body += _claims_once(blocks, experiment["id"])
         all_claims += [{**c, "experiment": experiment["id"]} for c in claims]
-        entries.append({"id": experiment["id"], "claims": claims, "selection": selection})
+        entries.append({"id": experiment["id"], "claims": claims, "selection": selection, "experiment": experiment})
         for _, name, png, _caption in (b for b in blocks if b[0] == "img"):
             (out / name).write_bytes(png)
             (run.path / "figures").mkdir(exist_ok=True)
