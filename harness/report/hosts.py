@@ -79,9 +79,20 @@ def measured_window(point_dir: Path) -> tuple[int, int] | None:
     return int(lo), int(hi)
 
 
+#: The fewest samples a point's measured window must span for its resource figure to say something about
+#: the measurement (at one sample a second, a 1 s window holds one or two).
+MIN_WINDOW_SAMPLES = 3
+
+
+def window_samples(df, window: tuple[int, int]) -> int:
+    """The distinct sample times of resources ``df`` (column ``time_ns``) inside ``window`` (UTC ns)."""
+    times = df["time_ns"]
+    return int(times[(times >= window[0]) & (times <= window[1])].nunique())
+
+
 def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     """Per-host CPU, memory, network and disk of each point (node-exporter via the run's Prometheus)."""
-    rows, figures, measured = [], [], 0
+    rows, figures, measured, few = [], [], 0, []
     for point_dir in sorted((run.path / "points").iterdir()):
         rjson = point_dir / "metrics" / "resources.json"
         if not rjson.is_file():
@@ -107,8 +118,11 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
                          f"{stat('net_rx_bytes_per_s', scale=1e-6, digits=2)} / {stat('net_rx_bytes_per_s', 'max', 1e-6, 2)}",
                          f"{stat('net_tx_bytes_per_s', scale=1e-6, digits=2)} / {stat('net_tx_bytes_per_s', 'max', 1e-6, 2)}",
                          stat("mem_used_bytes", "max", 1e-9, 2), stat("disk_write_bytes_per_s", scale=1e-6, digits=2)])
-        if len(figures) < MAX_RESOURCE_FIGURES and df is not None and len(df):
-            window = measured_window(point_dir)
+        window = measured_window(point_dir) if df is not None and len(df) else None
+        inside = window_samples(df, window) if window else None
+        if inside is not None and inside < MIN_WINDOW_SAMPLES:
+            few.append(f"`{point_dir.name}` ({(window[1] - window[0]) / 1e9:.3g} s, {inside} sample(s))")
+        elif len(figures) < MAX_RESOURCE_FIGURES and df is not None and len(df):
             figures.append(("img", f"{figure_prefix}-{point_dir.name}-resources.png",
                             plot_resources(df, None, window_ns=window),
                             f"Per-host resources of point {point_dir.name}, one line per host"
@@ -130,7 +144,11 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
     if not_deployed:
         blocks.append(("p", "Roles of the paper's topology this build does not deploy yet: "
                             + ", ".join(f"{r} ×{n}" for r, n in sorted(not_deployed.items())) + "."))
-    if len(figures) < measured:
+    if few:
+        blocks.append(("p", f"No resource figure where the measured window spans fewer than {MIN_WINDOW_SAMPLES} "
+                            f"samples (one a second): {', '.join(few)}; a plot would show the deployment around "
+                            "the measurement, not the measurement. Their means and maxima are in the table."))
+    if len(figures) + len(few) < measured:
         blocks.append(("p", f"Figures for the first {len(figures)} points; every point's samples are in "
                             "`points/<point>/metrics/resources.parquet`."))
     return blocks + figures

@@ -124,3 +124,28 @@ def test_no_verdict_where_the_scale_cannot_show_the_effect(root, tmp_path):
     claims = export_paper("mini", results, tmp_path / "export", root / "papers")["claims"]
     c1 = claims[claims.claim == "c1"].iloc[0]
     assert c1.verdict == "not comparable" and "scale local would judge it" in c1.reason
+
+
+def test_no_resource_figure_where_the_measured_window_spans_too_few_samples(tmp_path):
+    """Issue 36, item 4: a point whose measured window holds 2 of its 1 s samples gets no resource figure,
+    and the report says why; one whose window holds 4 keeps its figure."""
+    import json
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from harness.report import hosts
+    t = [10**18 + i * 10**9 for i in range(10)]
+    samples = pd.DataFrame([(x, "h", "peer", m, 0.5) for x in t for m in ("cpu_util_ratio", "mem_used_bytes")],
+                           columns=["time_ns", "host", "role", "metric", "value"])
+    for name, (first, last) in (("short__r0", (t[3], t[4] + 5)), ("long__r0", (t[2], t[5]))):
+        d = tmp_path / "points" / name
+        (d / "metrics").mkdir(parents=True)
+        samples.to_parquet(d / "metrics" / "resources.parquet", index=False)
+        (d / "metrics" / "resources.json").write_text(json.dumps({"schema_version": 1, "hosts": {}}))
+        pd.DataFrame({"block_number": [1, 2], "received_ns": [first, last - 5],
+                      "committed_ns": [first + 5, last]}).to_parquet(d / "blocks.parquet", index=False)
+    blocks = hosts.resource_blocks(SimpleNamespace(path=tmp_path, metadata={"provider": "local"}), "figures/x")
+    assert [b[1] for b in blocks if b[0] == "img"] == ["figures/x-long__r0-resources.png"]
+    assert any(b[0] == "p" and "fewer than 3 samples" in b[1] and "`short__r0` (1 s, 2 sample(s))" in b[1]
+               for b in blocks)
