@@ -243,7 +243,7 @@ class Smoke:
             self.stop()
         version = self.run([self.bin / "peer", "version"]).split("Version:")[1].split()[0]
         committed = _committed_blocks(self.work / "logs" / "peer0.log")
-        return {"release": version, "consensus": self.net.consensus, "orderers": len(self.net.orderers),
+        return {"release": version, "ordering": self.net.consensus, "orderers": len(self.net.orderers),
                 "transfers": self.transfers, "balances": list(balances), "peer_blocks_committed": committed,
                 "timings": self.timings, "total_s": round(time.monotonic() - started, 2)}
 
