@@ -1,7 +1,7 @@
 """A network smoke of Fabric v2.5 / v3.1 on this machine, each step timed.
 
-    python3 systems/fabric-3.1/smoke.py --build build/upstream/fabric-3.1/<key> --release 3.1 \
-        --consensus etcdraft --chaincode <money-transfer binary> --work /tmp/smoke [--transfers 10]
+    invoke system-command --system fabric-3.1 --name smoke --args "--build build/upstream/fabric-3.1/<key> \
+        --release 3.1 --consensus etcdraft --chaincode <money-transfer binary> --work /tmp/smoke [--transfers 10]"
 
 Steps (the names of ``timings`` in the summary it prints as JSON on its last line):
 crypto (cryptogen, TLS for every node), genesis (configtxgen: the channel's genesis block, no system
@@ -22,15 +22,15 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tarfile
 import time
 from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import network as net_config  # noqa: E402  (this folder's module; run as a script, not imported)
+from harness.plugin_api import Command
+
+from . import network as net_config
 
 HERE = Path(__file__).resolve().parent
 BUILDER = HERE / "files" / "ccaas_builder"
@@ -260,8 +260,8 @@ def _committed_blocks(log: Path) -> int:
     return sum(1 for line in log.read_text(errors="replace").splitlines() if "Committed block [" in line)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list, tools) -> int:
+    ap = argparse.ArgumentParser(prog="smoke", description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True)
     ap.add_argument("--release", required=True, choices=net_config.RELEASES)
     ap.add_argument("--consensus", default="etcdraft", choices=("etcdraft", "BFT"))
@@ -276,5 +276,5 @@ def main(argv=None) -> int:
     return 0 if summary["balances"] == expected else 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+
+COMMAND = Command("smoke", "a timed network smoke of Fabric v2.5 / v3.1 (Raft or BFT) on this machine", main)

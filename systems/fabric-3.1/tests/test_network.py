@@ -7,6 +7,7 @@ nothing left running. About 10 s per network here once built."""
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,19 +15,20 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-SMOKE = REPO / "systems" / "fabric-3.1" / "smoke.py"
 sys.path.insert(0, str(REPO / "infra"))
 from config_keys import check_rendered  # noqa: E402  (infra/ is not a package)
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
+#: The smoke is fabric-3.1's command; its arguments follow as one string (invoke system-command --args).
+SMOKE = [sys.executable, "-m", "invoke", "system-command", "--system", "fabric-3.1", "--name", "smoke", "--args"]
 TRANSFERS = 10
 
 
 def run_smoke(build, release, consensus, work, base_port):
-    cmd = [sys.executable, str(SMOKE), "--build", str(build.path), "--release", release, "--consensus", consensus,
-           "--chaincode", str(build.bin_dir / "money-transfer"), "--work", str(work),
-           "--transfers", str(TRANSFERS), "--base-port", str(base_port)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    cmd = SMOKE + [shlex.join(["--build", str(build.path), "--release", release, "--consensus", consensus,
+                                      "--chaincode", str(build.bin_dir / "money-transfer"), "--work", str(work),
+                                      "--transfers", str(TRANSFERS), "--base-port", str(base_port)])]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     for pid in (work / "pids").glob("*.pid"):  # every process it started is gone
