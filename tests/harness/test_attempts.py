@@ -1,7 +1,6 @@
 """Issue 24, items 3 and 4: a point that did not complete carries no measurement, and a resumed point keeps
 every earlier attempt under ``points/<point>/attempts/<n>/``."""
 
-import io
 import json
 import shutil
 from pathlib import Path
@@ -13,7 +12,6 @@ from harness.collect import read_csv, write_table
 from harness.rundir import Run
 
 GOLDEN = Path(__file__).resolve().parent / "fixtures" / "golden"
-FAKEBIN = Path(__file__).resolve().parent / "fakebin"
 POINT = {"id": "v__r0", "variant": "v", "system": "mini-system", "sweep": {}, "repetition": 0, "parameters": {}}
 
 
@@ -99,24 +97,14 @@ def test_an_earlier_attempt_is_moved_to_attempts_n(tmp_path):
 
 @pytest.mark.network
 @pytest.mark.skipif(shutil.which("ansible-playbook") is None, reason="needs ansible-playbook")
-def test_a_resumed_point_keeps_the_failed_attempt(root, tmp_path, monkeypatch):
+def test_a_resumed_point_keeps_the_failed_attempt(failed_then_resumed):
     """The fixture spine on the TEST DOUBLE of bin/: both points fail, then a resume completes them;
-    each point keeps its failed attempt (summary with partial numbers, logs) under attempts/1/."""
-    from harness.reproduce import reproduce
-    monkeypatch.setattr("harness.plan.REPO_ROOT", root)
-
-    def go(**kw):
-        return reproduce("mini", "bench", scale="smoke", repeat=1, overrides={"batch_timeout_ms": 100},
-                         results=tmp_path / "results", reports=tmp_path / "reports", stream=io.StringIO(),
-                         provider_options={"bin_dir": FAKEBIN, "work_root": tmp_path / "work"},
-                         papers_dir=root / "papers", **kw)
-    monkeypatch.setenv("FAKE_FAIL", "1")
-    (run,) = go()
-    assert Run.open(run.path).metadata["status"] == "failed"
-    monkeypatch.delenv("FAKE_FAIL")
-    go(resume=str(run.path))
-    assert Run.open(run.path).metadata["status"] == "complete"
-    points = sorted((run.path / "points").iterdir())
+    each point keeps its failed attempt (summary with partial numbers, logs) under attempts/1/.
+    (The run is tests/harness/conftest.py's, which test_spine.py reads too.)"""
+    run = failed_then_resumed.run
+    assert Run.open(failed_then_resumed.failed).metadata["status"] == "failed"
+    assert Run.open(run).metadata["status"] == "complete"
+    points = sorted((run / "points").iterdir())
     assert points
     for p in points:
         now = json.loads((p / "summary.json").read_text())

@@ -4,7 +4,8 @@ Runs real ansible-playbook with the local provider: crypto and committerbench
 roles, teardown by PID, collect, analyze, report. The commands themselves are
 fakebin/_fake.py, which writes contract-shaped CSVs; no number here measures
 anything. Also checks that a failed point is resumed and that the report is
-re-rendered byte-identically from the stored runs.
+re-rendered byte-identically from the stored runs (on the failed-then-resumed run
+that test_attempts.py reads too, made once: tests/harness/conftest.py).
 """
 
 import io
@@ -25,32 +26,23 @@ pytestmark = [pytest.mark.skipif(shutil.which("ansible-playbook") is None, reaso
               pytest.mark.network]
 
 
-def _reproduce(root, tmp_path, **kw):
-    return reproduce("mini", "bench", scale="smoke", repeat=1, overrides={"batch_timeout_ms": 100},
-                     results=tmp_path / "results", reports=tmp_path / "reports", stream=io.StringIO(),
-                     provider_options={"bin_dir": FAKEBIN, "work_root": tmp_path / "work"},
-                     papers_dir=root / "papers", **kw)
-
-
-def test_failed_point_is_kept_then_resumed_and_report_is_deterministic(root, tmp_path, monkeypatch):
-    monkeypatch.setattr("harness.plan.REPO_ROOT", root)
-    monkeypatch.setenv("FAKE_FAIL", "1")
-    (run,) = _reproduce(root, tmp_path)
-    meta = Run.open(run.path).metadata
+def test_failed_point_is_kept_then_resumed_and_report_is_deterministic(failed_then_resumed, monkeypatch):
+    # the run (tests/harness/conftest.py, shared with test_attempts.py): 2 points failed, then resumed
+    done = failed_then_resumed
+    meta = Run.open(done.failed).metadata                         # as the failed run left it
     assert meta["status"] == "failed" and "2 of 2 points failed" in meta["reason"]
-    assert (run.path / "points" / "slow__batch_timeout_ms=100__r0" / "logs" / "localhost" / "committerbench.log").exists()
+    assert (done.failed / "points" / "slow__batch_timeout_ms=100__r0" / "logs" / "localhost" / "committerbench.log").exists()
 
-    monkeypatch.delenv("FAKE_FAIL")
-    _reproduce(root, tmp_path, resume=str(run.path))
-    meta = Run.open(run.path).metadata
+    meta = Run.open(done.run).metadata                            # after the resume
     assert meta["status"] == "complete" and len(meta["resumed_utc"]) == 1
-    assert not list((tmp_path / "work").rglob("*.pid")), "teardown leaves no working files"
+    assert not list(done.work.rglob("*.pid")), "teardown leaves no working files"
 
-    report = tmp_path / "reports" / "mini"
+    report = done.reports / "mini"
     first = {p.name: p.read_bytes() for p in report.rglob("*") if p.is_file()}
     assert b"data:image/png;base64," in first["report.html"]
     assert b"Quick is as fast as slow" in first["report.md"] and b"reproduced" in first["report.md"]
-    render_paper("mini", tmp_path / "results", tmp_path / "reports", root / "papers")
+    monkeypatch.setattr("harness.plan.REPO_ROOT", done.root)
+    render_paper("mini", done.results, done.reports, done.root / "papers")
     assert {p.name: p.read_bytes() for p in report.rglob("*") if p.is_file()} == first
 
 

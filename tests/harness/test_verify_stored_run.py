@@ -1,15 +1,16 @@
 """``invoke verify`` fails closed (issue 31): on a copy of a stored run where evidence was removed, cut or
 altered, the re-check fails the point and names the cause; the untouched copy passes (positive control).
 
-Two real smoke runs of the reference build (this repository's Go commands in bin/, no test double):
-FastFabric's Fig. 6 on Fabric 1.2's committer benchmark (pre-made blocks, a timed section, a kept
-ledger) and Table I's end-to-end network (orderer, peer, block watcher, load generator). Each case
-copies the stored run and tampers with one file, as someone editing a shared run would.
+Two real smoke runs of the reference build (this repository's Go commands in bin/, no test double), each
+with its control point: FastFabric's Fig. 5 on Fabric 1.2's committer benchmark (pre-made blocks, a timed
+section, a kept ledger) and Table I's end-to-end network (orderer, peer, block watcher, load generator;
+blocks of 50). They are the runs of labs 01 and 02 (their documented ``invoke reproduce`` commands), made
+once per session by the fixture ``lab_run`` (tests/conftest.py), whose test tests/labs/test_labs.py reads
+them too. Each case copies a stored run and tampers with one file, as someone editing a shared run would.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import subprocess
@@ -19,8 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import REPO_ROOT
-from harness.reproduce import reproduce
+from harness import REPO_ROOT, ledger
 from harness.verify import recheck_point, verify_run
 
 NEEDED = ["blockfile", "committerbench", "cryptogen", "configtxgen", "orderer", "peer", "blockwatch", "loadgen"]
@@ -32,19 +32,23 @@ pytestmark = [pytest.mark.skipif(shutil.which("ansible-playbook") is None, reaso
               pytest.mark.network]
 
 
+#: The stored runs, by what they run: the committer benchmark (lab 01) and the end-to-end network (lab 02).
+BENCH, NETWORK = "fig5-peer-block-latency", "table1-end-to-end"
+
+
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory) -> dict[str, Path]:
-    """The two stored runs' directories, by experiment."""
-    base = tmp_path_factory.mktemp("verify")
+def stored(lab_run, request) -> dict[str, Path]:
+    """The two stored runs' directories, by experiment: those of labs 01 and 02 (tests/conftest.py)."""
+    # the labs' commands start networks, and a module's fixture runs before the test takes the network lock
+    where = {BENCH: lab_run("01", config=request.config)[0], NETWORK: lab_run("02", config=request.config)[0]}
     runs = {}
-    # Fig. 6 with its control point (Table I's is the same check on a network: left out to save CI a minute)
-    for experiment, variants, controls in (("fig6-peer-throughput", ["fabric-1.2"], True),
-                                           ("table1-end-to-end", None, False)):
-        (run,) = reproduce("fastfabric", experiment, scale="smoke", repeat=1, build="reference",
-                           results=base / "results", reports=base / "reports", stream=io.StringIO(),
-                           provider_options={"bin_dir": REPO_ROOT / "bin", "work_root": base / "work"},
-                           variants=variants, controls=controls)
-        runs[experiment] = run.path
+    for experiment, base in where.items():
+        (run,) = [p for p in (base / "results" / "fastfabric" / experiment).glob("2*") if not p.is_symlink()]
+        meta = json.loads((run / "metadata.json").read_text())
+        # what the cases below rely on, should a lab's command change: the reference build, a control point
+        assert meta["build"]["kind"] == "reference" and meta["status"] == "complete", (run, meta.get("reason"))
+        assert sorted(p.name.startswith("control__") for p in (run / "points").iterdir()) == [False, True], run
+        runs[experiment] = run
     return runs
 
 
@@ -62,22 +66,33 @@ def failure(point: Path) -> str:
 
 
 def test_the_untouched_runs_and_the_control_pass(stored):
-    assert [r["passed"] for r in verify_run(stored["table1-end-to-end"])] == [True]
-    results = verify_run(stored["fig6-peer-throughput"])
-    assert [(r["point"].startswith("control__"), r["passed"]) for r in results] == [(True, True), (False, True)], results
-    control = json.loads((stored["fig6-peer-throughput"] / "points" / results[0]["point"] / "summary.json").read_text())
-    section = control["validity"]["control"]
-    assert section["status"] == "passed" and section["planned"] == ["bad_creator", "bad_endorsement", "stale_read"]
-    # every planned kind was corrupted, and the ledger marks exactly those that reached it invalid
-    assert all(section["corrupted"][k] > 0 for k in section["planned"])
-    assert section["ledger_invalid"] == sum(section["corrupted"].values()) - section["refused_at_broadcast"]
-    assert all(v["status"] == "agreed" for v in control["validity"]["verifier"])
+    for experiment in (NETWORK, BENCH):
+        results = verify_run(stored[experiment])
+        assert [(r["point"].startswith("control__"), r["passed"]) for r in results] == [(True, True), (False, True)], results
+        control = json.loads((stored[experiment] / "points" / results[0]["point"] / "summary.json").read_text())
+        section = control["validity"]["control"]
+        assert section["status"] == "passed" and section["planned"] == ["bad_creator", "bad_endorsement", "stale_read"]
+        # every planned kind was corrupted, and the ledger marks exactly those that reached it invalid
+        assert all(section["corrupted"][k] > 0 for k in section["planned"])
+        assert section["ledger_invalid"] == sum(section["corrupted"].values()) - section["refused_at_broadcast"]
+        assert all(v["status"] == "agreed" for v in control["validity"]["verifier"])
+
+    # The network's control: the endorsements the load generator says it forged (its stderr, "forged <txid>",
+    # cmd/loadgen) are its mutations.csv's bad endorsements and exactly the kept ledger's
+    # ENDORSEMENT_POLICY_FAILUREs (the peer's ledger decoded by bin/blockfile).
+    (point,) = (stored[NETWORK] / "points").glob("control__*")
+    forged = {line.split()[1] for log in point.glob("logs/*/loadgen*.log")
+              for line in log.read_text().splitlines() if line.startswith("forged ")}
+    mutations = pd.read_csv(point / "raw" / "localhost" / "mutations.csv", dtype={"tx_id": str})
+    codes = ledger.agreed_codes(ledger.kept_ledgers(point, REPO_ROOT / "bin" / "blockfile"))[0]
+    refused = set(codes.loc[codes["validation_code"] == "ENDORSEMENT_POLICY_FAILURE", "tx_id"])
+    assert forged and forged == set(mutations.loc[mutations["mutation"] == "bad_endorsement", "tx_id"]) == refused
 
 
 def test_a_control_the_checks_do_not_find_fails(stored, tmp_path):
     """Negative control of the control: a control point whose ledger shows fewer invalid transactions than
     the driver corrupted (here: the mutation log lists one transfer more) fails."""
-    run = shutil.copytree(stored["fig6-peer-throughput"], tmp_path / "run", symlinks=True)
+    run = shutil.copytree(stored[BENCH], tmp_path / "run", symlinks=True)
     (control,) = (run / "points").glob("control__*")
     path = control / "raw" / "localhost" / "mutations.csv"
     rows = pd.read_csv(path)
@@ -89,14 +104,14 @@ def test_a_control_the_checks_do_not_find_fails(stored, tmp_path):
 
 
 def test_deleted_block_files_fail(stored, tmp_path):
-    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    point = copy_point(stored, BENCH, tmp_path)
     shutil.rmtree(point / "raw" / "localhost" / "blocks")
     assert "no kept block files of committerbench on host localhost" in failure(point)
 
 
 @pytest.mark.parametrize("how", ["deleted", "emptied", "header only"])
 def test_deleted_or_emptied_block_txs_fail(stored, tmp_path, how):
-    point = copy_point(stored, "table1-end-to-end", tmp_path)
+    point = copy_point(stored, NETWORK, tmp_path)
     path = point / "raw" / "localhost" / "block_txs.csv"
     if how == "deleted":
         path.unlink()
@@ -106,7 +121,7 @@ def test_deleted_or_emptied_block_txs_fail(stored, tmp_path, how):
 
 
 def test_a_truncated_block_file_fails(stored, tmp_path):
-    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    point = copy_point(stored, BENCH, tmp_path)
     (blockfile,) = point.glob("raw/localhost/blocks/committerbench/*/blockfile_*")
     data = blockfile.read_bytes()
     blockfile.write_bytes(data[:len(data) * 2 // 3])
@@ -114,7 +129,7 @@ def test_a_truncated_block_file_fails(stored, tmp_path):
 
 
 def test_altered_driver_counts_fail(stored, tmp_path):
-    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    point = copy_point(stored, BENCH, tmp_path)
     path = point / "raw" / "localhost" / "blocks.csv"
     blocks = pd.read_csv(path)
     blocks.loc[3, "valid_count"] += 1
@@ -124,7 +139,7 @@ def test_altered_driver_counts_fail(stored, tmp_path):
 
 
 def test_a_block_on_one_side_only_fails(stored, tmp_path):
-    point = copy_point(stored, "table1-end-to-end", tmp_path)
+    point = copy_point(stored, NETWORK, tmp_path)
     path = point / "raw" / "localhost" / "deliveries.csv"
     deliveries = pd.read_csv(path)
     extra = deliveries.iloc[[-1]].assign(block_number=deliveries["block_number"].max() + 1)
@@ -138,7 +153,7 @@ def test_a_block_on_one_side_only_fails(stored, tmp_path):
 def test_a_stored_table_that_differs_from_the_raw_files_fails(stored, tmp_path):
     # the metrics come from blocks.parquet: one block's count altered there, the raw CSV untouched
     from harness.collect import read_table, write_table
-    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    point = copy_point(stored, BENCH, tmp_path)
     blocks = read_table(point / "blocks.parquet")
     blocks.loc[0, "valid_count"] += 1
     write_table(blocks, point / "blocks.parquet", "blocks")
@@ -146,7 +161,7 @@ def test_a_stored_table_that_differs_from_the_raw_files_fails(stored, tmp_path):
 
 
 def test_a_removed_timed_section_line_fails(stored, tmp_path):
-    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    point = copy_point(stored, BENCH, tmp_path)
     for log in point.glob("logs/localhost/committerbench.*"):
         log.write_text("".join(line for line in log.read_text().splitlines(keepends=True)
                                if "fabricrepro timed_section" not in line))
@@ -154,13 +169,13 @@ def test_a_removed_timed_section_line_fails(stored, tmp_path):
 
 
 def test_a_deleted_declared_log_fails(stored, tmp_path):
-    point = copy_point(stored, "table1-end-to-end", tmp_path)
+    point = copy_point(stored, NETWORK, tmp_path)
     (point / "logs" / "localhost" / "peer.log").unlink()
     assert "the log of peer on host localhost is missing" in failure(point)
 
 
 def test_a_pattern_line_past_a_stop_offset_of_zero_fails(stored, tmp_path):
-    point = copy_point(stored, "table1-end-to-end", tmp_path)
+    point = copy_point(stored, NETWORK, tmp_path)
     (point / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text("log,bytes\npeer.log,0\n")
     with open(point / "logs" / "localhost" / "peer.log", "a") as f:
         f.write("panic: runtime error: invalid memory address\n")
@@ -168,12 +183,12 @@ def test_a_pattern_line_past_a_stop_offset_of_zero_fails(stored, tmp_path):
 
 
 def test_invoke_verify_exits_non_zero_naming_the_cause(stored, tmp_path):
-    point = copy_point(stored, "fig6-peer-throughput", tmp_path)
+    point = copy_point(stored, BENCH, tmp_path)
     shutil.rmtree(point / "raw" / "localhost" / "blocks")
     proc = subprocess.run([sys.executable, "-m", "invoke", "verify", str(point.parent.parent)], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"FAIL {point.name} (stored: complete)" in proc.stdout and "no kept block files" in proc.stdout
-    ok = subprocess.run([sys.executable, "-m", "invoke", "verify", str(stored["fig6-peer-throughput"])],
+    ok = subprocess.run([sys.executable, "-m", "invoke", "verify", str(stored[BENCH])],
                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0 and "2 of 2 point(s) passed" in ok.stdout, ok.stdout + ok.stderr

@@ -4,7 +4,10 @@ The commands run as a student types them (``python -m invoke ...`` in the
 repository), with the run store and reports moved to a temporary directory
 (FABRICREPRO_RESULTS, FABRICREPRO_REPORTS). They start real networks on
 loopback, so each holds the machine's network lock (the ``network`` marker,
-tests/conftest.py), which is why ``invoke regress`` is told not to take it again.
+conftest.py), which is why ``invoke regress`` is told not to take it again.
+Labs 01, 02 and 05 run once per session (the fixture ``lab_run``, tests/conftest.py):
+tests/harness/test_verify_stored_run.py tampers with copies of the runs of 01 and 02, and
+tests/upstream/test_validity_mutations.py reads the control points of 01 and 05.
 """
 
 import json
@@ -65,21 +68,19 @@ pytestmark = pytest.mark.network
 
 
 @needs_ansible
-def test_lab01_peer_commit_pipeline(tmp_path):
-    for cmd in commands(_lab("01")):
-        _run(cmd, tmp_path)
-    (summary,) = _summaries(tmp_path, "fig5-peer-block-latency")
+def test_lab01_peer_commit_pipeline(lab_run):
+    where, _ = lab_run("01")
+    (summary,) = _summaries(where, "fig5-peer-block-latency")
     assert summary["status"] == "complete" and summary["metrics"]["vscc_ms"] > 0
-    assert (tmp_path / "reports" / "fastfabric" / "report.md").exists()
+    assert (where / "reports" / "fastfabric" / "report.md").exists()
 
 
 @needs_ansible
-def test_lab02_block_size_end_to_end(tmp_path):
-    for cmd in commands(_lab("02")):
-        _run(cmd, tmp_path)
-    (summary,) = _summaries(tmp_path, "table1-end-to-end")
+def test_lab02_block_size_end_to_end(lab_run):
+    where, _ = lab_run("02")
+    (summary,) = _summaries(where, "table1-end-to-end")
     assert summary["status"] == "complete" and summary["metrics"]["tx_latency_p99_ms"] > 0
-    (point,) = [p for p in (tmp_path / "results").glob("fastfabric/table1-end-to-end/2*/points/*")
+    (point,) = [p for p in (where / "results").glob("fastfabric/table1-end-to-end/2*/points/*")
                 if p.is_dir() and not p.name.startswith("control__")]
     assert (point / "block_txs.parquet").exists(), "latency is matched by transaction ID"
 
@@ -103,9 +104,8 @@ def test_lab04_regression_or_noise(tmp_path):
 @needs_ansible
 @pytest.mark.skipif(not any(UPSTREAM_SNAPSHOT.glob("fabric-1.2.0*")),
                     reason=f"no Fabric v1.2.0 snapshot in {UPSTREAM_SNAPSHOT} (../shared/upstream)")
-def test_lab05_reference_vs_upstream(tmp_path):
-    for cmd in commands(_lab("05")):
-        _run(cmd, tmp_path)
-    runs = (tmp_path / "results").glob("fastfabric/fig6-peer-throughput/2*/metadata.json")
+def test_lab05_reference_vs_upstream(lab_run):
+    where, _ = lab_run("05")
+    runs = (where / "results").glob("fastfabric/fig6-peer-throughput/2*/metadata.json")
     assert {json.loads(m.read_text())["build"]["kind"] for m in runs} == {"upstream", "reference"}
-    assert "Fidelity" in (tmp_path / "reports" / "fastfabric" / "report.md").read_text()
+    assert "Fidelity" in (where / "reports" / "fastfabric" / "report.md").read_text()

@@ -24,7 +24,7 @@ import pytest
 from harness import upstream
 from harness.providers.base import groups_of
 from harness.providers.local import LocalProvider
-from tests.upstream.test_fabric_network import clients, run_watched  # noqa: F401  (clients: a fixture)
+from tests.upstream.test_fabric_network import run_watched
 from tests.upstream import needs
 
 from fabricrepro_systems.validation_opt.tests.test_network import point_setup
@@ -46,8 +46,12 @@ def _caliper_rows(log: str) -> dict[str, tuple[int, int]]:
     return rows
 
 
-def test_caliper_drives_smallbank(tmp_path, clients):
+def test_caliper_drives_smallbank(tmp_path):
     switches = {"state_db": "leveldb"}
+    # Caliper is the client: no command of this tree runs (no load generator, block watcher or blockfile),
+    # so the point's bin directory stays empty instead of holding a fresh build of them.
+    clients = tmp_path / "bin"
+    clients.mkdir()
     build = upstream.build("validation-opt", "snapshot", switches=switches)
     spec, inventory, variables, point_dir = point_setup(tmp_path, clients, build.path, switches)
     spec = {"playbook": "validation-caliper.yml",
