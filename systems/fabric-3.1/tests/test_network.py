@@ -47,3 +47,12 @@ def test_network_commits_every_transfer(fabric31_build, tmp_path, consensus, ord
     assert summary["balances"] == [1000 - TRANSFERS, 1000 + TRANSFERS]
     # config block 0, the lifecycle's approve and commit, 2 creates, the transfers: one transaction a block
     assert summary["peer_blocks_committed"] >= 5 + TRANSFERS
+
+
+def test_v25_raft_network_commits_every_transfer(fabric25_build, tmp_path):
+    """The same network on v2.5.16 (fabric-2.5 extends this system): 3 Raft orderers, checked against v2.5's keys."""
+    summary = run_smoke(fabric25_build, "2.5", "etcdraft", tmp_path, 27250)
+    print(json.dumps(summary))
+    assert summary["release"] == "2.5.16" and summary["orderers"] == 3
+    assert summary["balances"] == [1000 - TRANSFERS, 1000 + TRANSFERS]
+    assert summary["peer_blocks_committed"] >= 5 + TRANSFERS
