@@ -18,6 +18,7 @@ import yaml
 
 from harness import upstream
 from harness.errors import HarnessError
+from tests.harness.git_repos import IDENTITY, git, tagged_repo
 
 pytestmark = pytest.mark.skipif(not shutil.which("go") or not shutil.which("git"), reason="needs go and git")
 
@@ -38,10 +39,6 @@ diff --git a/greet.go b/greet.go
 """
 
 
-def _git(cwd, *args):
-    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A git 'upstream' with a tag, a systems/ dir with its recipe, a snapshot dir and a build dir."""
@@ -49,11 +46,7 @@ def project(tmp_path, monkeypatch):
     repo.mkdir()
     (repo / "main.go").write_text(MAIN_GO)
     (repo / "greet.go").write_text(GREET_GO)
-    _git(repo, "init", "-q")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "v1")
-    _git(repo, "tag", "v1.0.0")
-    commit = _git(repo, "rev-parse", "HEAD")
+    commit = tagged_repo(repo, "v1.0.0")
     systems = tmp_path / "systems"
     (systems / "toy" / "patches").mkdir(parents=True)
     recipe = {"schema_version": 2, "system": "toy", "repository": "example/toy", "clone_url": repo.as_uri(),
@@ -136,9 +129,9 @@ def test_snapshot_of_another_commit_is_refused(project):
 def test_pin_that_is_not_the_tag_is_refused(project):
     # a second commit, pinned, while the recipe says it is v1.0.0
     (project["repo"] / "extra.go").write_text("package main\n")
-    _git(project["repo"], "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
-    _git(project["repo"], "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "later")
-    _write_recipe(project, commit=_git(project["repo"], "rev-parse", "HEAD"))
+    git(project["repo"], *IDENTITY, "add", ".")
+    git(project["repo"], *IDENTITY, "commit", "-qm", "later")
+    _write_recipe(project, commit=git(project["repo"], "rev-parse", "HEAD"))
     with pytest.raises(HarnessError, match="v1.0.0 is"):
         _build(project, "git")
 
@@ -218,11 +211,11 @@ def test_flavour_graft_copies_paths_from_another_pinned_tree(project, tmp_path):
     donor = tmp_path / "donor"
     shutil.copytree(project["repo"], donor)
     (donor / "greet.go").write_text(GREET_GO.replace("hello", "grafted"))
-    _git(donor, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "donor")
+    git(donor, *IDENTITY, "commit", "-qam", "donor")
     (project["systems"] / "donor").mkdir()
     (project["systems"] / "donor" / "upstream.yaml").write_text(yaml.safe_dump({
         **project["recipe"], "system": "donor", "clone_url": donor.as_uri(), "ref": "master",
-        "ref_moves": True, "commit": _git(donor, "rev-parse", "HEAD")}))
+        "ref_moves": True, "commit": git(donor, "rev-parse", "HEAD")}))
     (project["systems"] / "toy" / "system.yaml").write_text(yaml.safe_dump({
         "schema_version": 1, "id": "toy", "paper": "toy", "description": "test double",
         "reference": {"commands": [], "switches": {"graft": {"default": False, "description": "take greet.go"}}}}))

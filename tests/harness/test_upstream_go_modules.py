@@ -17,6 +17,7 @@ import yaml
 
 from harness import upstream
 from harness.errors import HarnessError
+from tests.harness.git_repos import tagged_repo
 
 pytestmark = pytest.mark.skipif(not shutil.which("go") or not shutil.which("git"), reason="needs go and git")
 
@@ -28,10 +29,6 @@ DEP_GO = 'package dep\n\nfunc Name() string { return "vendored" }\n'
 MODULES_TXT = "# example.org/dep v0.1.0\n## explicit\nexample.org/dep\n"
 
 
-def _git(cwd, *args):
-    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 @pytest.fixture
 def project(tmp_path):
     repo = tmp_path / "remote"
@@ -39,11 +36,7 @@ def project(tmp_path):
                       "vendor/modules.txt": MODULES_TXT, "vendor/example.org/dep/dep.go": DEP_GO}.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
-    _git(repo, "init", "-q")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "v1")
-    _git(repo, "tag", "v1.2.3")
-    commit = _git(repo, "rev-parse", "HEAD")
+    commit = tagged_repo(repo, "v1.2.3")
     systems = tmp_path / "systems"
     (systems / "toy").mkdir(parents=True)
     recipe = {"schema_version": 2, "system": "toy", "repository": "example/toy", "clone_url": repo.as_uri(),
