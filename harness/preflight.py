@@ -39,8 +39,6 @@ from pathlib import Path
 import yaml
 
 from . import REPO_ROOT
-from .systems import build_kinds
-from .builds import Choice
 from .deploy import role_defaults, role_dir
 from .errors import HarnessError
 from .providers import THIS_MACHINE
@@ -295,6 +293,7 @@ def build_problems(choice, source: str, bin_dir: Path, systems_dir: Path | None 
         if why:
             problems.append(f"upstream build of {system} cannot be made: {why}")
         tools["go"].append(system)
+        from .systems import build_kinds  # the kit's target checks ports, tools and disk only
         kinds = build_kinds()
         for tool in dict.fromkeys(t for k in upstream.component_kinds(recipe) if k in kinds for t in kinds[k].tools):
             tools.setdefault(tool, []).append(system)
@@ -345,6 +344,7 @@ def delayed_links(plan) -> bool:
 def problems(provider, choice, plan, source: str = "auto", results: Path | None = None,
              systems_dir: Path | None = None) -> list[str]:
     """Every problem the preflight finds for ``plan`` on ``provider`` with build ``choice`` (empty: go)."""
+    from .builds import Choice  # the kit's target checks ports, tools and disk only (harness/kit_run.py)
     layout = choice.layout()
     name = provider.name
     hosts = host_ports_of(name, layout)

@@ -14,6 +14,7 @@ starts (status ``running``) and rewritten when it ends with ``complete``,
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import platform
@@ -109,22 +110,25 @@ def _first_line(cmd: list[str]) -> str | None:
 
 
 def tool_versions() -> dict:
-    """Versions of the tools and libraries a run depends on (None when absent)."""
-    import matplotlib
-    import pandas
-    import pyarrow
-
+    """Versions of the tools and libraries a run depends on (None when absent: a kit's target measures
+    without the analysis libraries, harness/kit_run.py)."""
     from .tools import ansible_strategy
     return {
         "python": sys.version.split()[0],
-        "pandas": pandas.__version__,
-        "pyarrow": pyarrow.__version__,
-        "matplotlib": matplotlib.__version__,
+        **{name: _module_version(name) for name in ("pandas", "pyarrow", "matplotlib")},
         "go": _first_line(["go", "version"]),
         "protoc": _first_line(["protoc", "--version"]),
         "ansible": _first_line(["ansible-playbook", "--version"]),
         "ansible_strategy": ansible_strategy(),
     }
+
+
+def _module_version(name: str) -> str | None:
+    """A Python package's ``__version__``, None when it is not installed."""
+    try:
+        return importlib.import_module(name).__version__
+    except ImportError:
+        return None
 
 
 def _pid_alive(pid) -> bool:
@@ -153,17 +157,18 @@ class Run:
     @classmethod
     def create(cls, results: Path, paper: dict, experiment: dict, resolved: dict, *,
                provider: str, build: dict, seed=None,
-               started: datetime | None = None) -> "Run":
+               started: datetime | None = None, git: dict | None = None) -> "Run":
         """Create a new run directory and write its inputs and ``running`` metadata.
 
         ``paper`` is the catalogue's ``paper`` mapping and ``experiment`` one of
         its experiments; both are stored in ``experiment.yaml`` so that the run
         can be analysed and reported without the catalogue.
         The directory name is unique: if a run of the same second and commit
-        exists, a counter is appended rather than overwriting it.
+        exists, a counter is appended rather than overwriting it. ``git`` is the harness's commit when
+        it is not this tree's (a kit's target has no repository: the commit the kit was built from).
         """
         started = started or utc_now()
-        git = git_state()
+        git = git or git_state()
         parent = Path(results) / paper["id"] / experiment["id"]
         parent.mkdir(parents=True, exist_ok=True)
         base = run_id(started, git)

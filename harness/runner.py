@@ -28,26 +28,22 @@ as ``partial_metrics``), and the point gets a ``summary.json`` saying how it end
 
 from __future__ import annotations
 
+import json
 import math
-import os
 import time
 from pathlib import Path
 
-import yaml
-
-from . import analyze, cpus, systems, validity
+from . import analyze, systems, validity
 from .collect import convert_point
-from .deploy import role_defaults, run_playbook
+from .deploy import role_defaults
 from .errors import HarnessError, Interrupted
+# The measuring half (also a kit's target's); cpus_mismatch and controller_load_1min are named here too.
+from .measure import controller_load_1min, cpus_mismatch, measure_point, point_variables, read_measurement  # noqa: F401
 from .plan import Point
-from .progress import PlaybookPhases, Progress
-from .providers import THIS_MACHINE
-from .rundir import Run, write_json
-from .timing import playbook_times, point_timing, timings_path
-from .watch import PointWatch, WatchFailure
+from .progress import Progress
+from .rundir import Run
+from .timing import point_timing
 
-#: Seconds the teardown playbook may take.
-TEARDOWN_TIMEOUT_S = 300
 
 def host_ports(components: list[str]) -> list[int]:
     """The ports the servers among ``components`` listen on: each role's ``<role>_port`` default,
@@ -90,21 +86,6 @@ def role_variables(point: Point, companions: list[str] = (), systems_dir: Path |
     return out
 
 
-def cpus_mismatch(read: dict | None, parameters: dict, provider: str | None) -> str | None:
-    """Why the CPUs a point's components could use, as read back (``cpus.read_back``), are not those
-    it was to run on: the ``cpus`` asked for, else, where the hosts are this machine, every CPU the harness
-    may use. None when they are, or nothing was read back. A harness setting that confines the components
-    changes what is measured without a word (Mitogen's strategy pinned them all to one CPU of two)."""
-    asked = parameters.get("cpus")
-    expected = int(asked) if asked else (len(cpus.usable()) if provider in THIS_MACHINE else None)
-    if not read or expected is None or read["effective"] == expected:
-        return None
-    odd = [f"{name} {allowed}" for name, allowed in sorted(read["processes"].items()) if len(cpus.cpu_set(allowed)) != expected]
-    why = f"cpus={asked} was asked for" if asked else f"the harness may use {expected} CPUs of this machine"
-    return (f"cpus: the components could use {read['effective']} CPU(s) together, but {why} (read back: "
-            + ", ".join(odd[:5]) + (f" and {len(odd) - 5} more" if len(odd) > 5 else "") + ")")
-
-
 def workload_variables(point: Point) -> dict:
     """The shared roles' variables of a transaction-count workload.
 
@@ -140,105 +121,43 @@ def workload_variables(point: Point) -> dict:
                                                * transactions)}
 
 
-def inventory_hosts(inventory: Path) -> dict[str, list[str]]:
-    """``{group: [host, ...]}`` of an inventory file the providers write (``all.children.<group>.hosts``)."""
-    doc = yaml.safe_load(Path(inventory).read_text(encoding="utf-8")) or {}
-    children = (doc.get("all") or {}).get("children") or {}
-    return {group: sorted((body or {}).get("hosts") or {}) for group, body in children.items()}
-
-
-def controller_load_1min() -> float:
-    """The controller's 1-minute load average (/proc/loadavg): a point's neighbours on a shared machine
-    (local and netns hosts share the controller's kernel, so it is theirs too)."""
-    return round(os.getloadavg()[0], 2)
-
-
 def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,
               bin_dir: Path, upstream_dir: Path | None = None, companion_dirs: dict | None = None,
               systems_dir: Path | None = None, progress: Progress | None = None) -> dict:
     """Run one point to its end and return its summary (status complete, failed or interrupted).
 
+    Measures it (``measure.measure_point``), then collects and analyses it (``analyze_point``).
     ``spec`` is the driver of the point's system in the run's build
     (``harness.builds``); ``upstream_dir`` the upstream build it runs, if any;
     ``companion_dirs`` other systems' builds its roles also run (``{system: dir}``); ``systems_dir``
     the systems' folder (a test's fixture tree; default the repository's); ``progress`` shows the
     point's phase. Re-raises ``Interrupted`` after the teardown so that the whole run stops.
     """
+    variables = {**point_variables(run, point.to_dict(), spec, controller_work_root, bin_dir, upstream_dir,
+                                   companion_dirs),
+                 **role_variables(point, list(companion_dirs or {}), systems_dir)}
+    patterns = validity.fatal_patterns(point.system, systems_dir or validity.SYSTEMS)
     point_dir = run.point_dir(point.id)
-    write_json(point_dir / "point.json", point.to_dict())
-    work = f"{run.metadata['paper']}/{run.metadata['experiment']}/{run.id}/{point.id}"
-    variables = {
-        "fabricrepro_point": point.id,
-        "fabricrepro_point_path": work,
-        "fabricrepro_point_dir": str(point_dir),
-        "fabricrepro_controller_dir": str(Path(controller_work_root) / work),
-        "fabricrepro_controller_bin_dir": str(bin_dir),
-        "fabricrepro_switches": point.switches,
-        "fabricrepro_stop_order": list(reversed(spec["roles"])),
-        **({"fabricrepro_upstream_dir": str(upstream_dir)} if upstream_dir else {}),
-        **({"fabricrepro_companion_dirs": companion_dirs} if companion_dirs else {}),
-        **role_variables(point, list(companion_dirs or {}), systems_dir),
-    }
-    logs = point_dir / "logs"
-    timeout = float(point.parameters["point_timeout_s"]) + 60
-    hosts = inventory_hosts(inventory)
-    watch = PointWatch(inventory, variables, logs / "ansible-watch.log",
-                       validity.fatal_patterns(point.system, systems_dir or validity.SYSTEMS),
-                       deadline_s=timeout + TEARDOWN_TIMEOUT_S + 60)
-
-    def follow(phases: PlaybookPhases, with_watch: bool):
-        def poll():
-            if progress:
-                for phase in phases.updates():
-                    progress.phase(point.id, phase)
-            if with_watch:
-                watch.check()
-        return poll
-
-    started = time.monotonic()
-    load_at_start = controller_load_1min()
-    status, reason, log, interrupted, watched = "complete", None, None, None, None
-    ran_on = None
     try:
-        watch.start()
-        run_playbook(spec["playbook"], inventory, variables, logs / "ansible-run.log", timeout=timeout,
-                     poll=follow(PlaybookPhases(logs / "ansible-run.log", hosts), True))
-        watch.check()  # a component that failed in the playbook's last half second
-    except WatchFailure as e:
-        watched = e
-    except HarnessError as e:
-        # A component that died makes the playbook fail too: the watcher's word names it.
-        watched = watch.settle()
-        if not watched:
-            status, reason, log = "failed", str(e.args[0]), e.log
-    except Interrupted as e:
-        status, reason, interrupted = "interrupted", str(e), e
-    finally:
-        watch.stop()
-        if watched:
-            status, reason = "failed", str(watched.args[0])
-            log = str(logs / watched.host / watched.log_name) if watched.log_name else str(watch.log)
-        try:
-            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log",
-                         timeout=TEARDOWN_TIMEOUT_S,
-                         poll=follow(PlaybookPhases(logs / "ansible-teardown.log", hosts, "teardown"), False))
-        except HarnessError as e:
-            if status == "complete":
-                status, reason, log = "failed", f"teardown: {e.args[0]}", e.log
-        converting = time.monotonic()
-        convert_point(point_dir)
-        collect_s = time.monotonic() - converting
-        ran_on = cpus.read_back(point_dir)  # read once; the summary stores it
-        confined = cpus_mismatch(ran_on, point.parameters, run.metadata.get("provider"))
-        if confined and status == "complete":
-            status, reason = "failed", confined
-    wall_s = time.monotonic() - started
-    timing = point_timing(wall_s, {name: playbook_times(timings_path(logs / f"ansible-{name}.log"))
-                                   for name in ("run", "teardown")}, collect_s)
-    extra = {"duration_s": round(wall_s, 3), "log": log, "timing": timing,
-             "load_average_1min": {"start": load_at_start, "end": controller_load_1min(), "where": "controller"},
-             **({"watch": watched.record()} if watched else {}), **({"cpus": ran_on} if ran_on else {})}
-    summary = analyze.point_summary(point_dir, point.to_dict(), status, reason, extra)
-    if interrupted:
-        raise interrupted
-    return summary
+        measure_point(run, point.to_dict(), spec, inventory, variables, patterns, progress)
+    except Interrupted:
+        analyze_point(point_dir)
+        raise
+    return analyze_point(point_dir)
+
+
+def analyze_point(point_dir: Path) -> dict:
+    """Collect a measured point (raw CSV -> parquet) and write its ``summary.json`` (metrics, validity,
+    ``timing``) from its ``measurement.json``; return the summary. Where the point was measured does not
+    matter: a kit's points are analysed here after ``invoke ingest``."""
+    measured = read_measurement(point_dir)
+    converting = time.monotonic()
+    convert_point(point_dir)
+    collect_s = time.monotonic() - converting
+    wall_s = measured["measure_s"] + collect_s
+    extra = {"duration_s": round(wall_s, 3), "log": measured["log"],
+             "timing": point_timing(wall_s, measured["playbooks"], collect_s),
+             "load_average_1min": measured["load_average_1min"],
+             **{k: measured[k] for k in ("watch", "cpus") if k in measured}}
+    point = json.loads((Path(point_dir) / "point.json").read_text(encoding="utf-8"))
+    return analyze.point_summary(point_dir, point, measured["status"], measured["reason"], extra)

@@ -21,9 +21,6 @@ import json
 import time
 from pathlib import Path
 
-import pandas as pd
-
-from .metrics import NS_PER_S, data_blocks
 from .progress import HELPER_ROLES
 
 
@@ -106,9 +103,10 @@ def playbook_times(path: Path) -> dict:
     return out
 
 
-def measured_window_s(tables: dict[str, pd.DataFrame]) -> float | None:
+def measured_window_s(tables: dict) -> float | None:
     """Seconds from the first measured block's arrival at the committer to the last one's commit
     (None when the point's tables hold no timed block)."""
+    from .metrics import NS_PER_S, data_blocks  # pandas: not needed to measure (a kit's target has none)
     blocks = tables.get("blocks")
     if blocks is None or blocks.empty or not {"received_ns", "committed_ns"} <= set(blocks.columns):
         return None

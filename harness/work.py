@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 
 from . import ledger
+from .measure import measure_primitives  # noqa: F401  (measured where the points run: harness/measure.py)
 
 #: The line a pre-made-block driver prints after its timed section (our patches to the peer benchmarks,
 #: cmd/committerbench).
@@ -123,15 +123,3 @@ def run_primitives(run_dir: Path) -> dict:
     if not path.is_file():
         return {}
     return json.loads(path.read_text()).get("primitives") or {}
-
-
-def measure_primitives(bin_dir: Path, duration: str = "1s") -> dict:
-    """This machine's ECDSA-P256 verification rate (``bin/committerbench --ecdsa-verify-rate``)."""
-    try:
-        proc = subprocess.run([str(Path(bin_dir) / "committerbench"), "--ecdsa-verify-rate", "--ecdsa-duration",
-                               duration], capture_output=True, text=True, timeout=120, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return {"error": str(e)[:300]}
-    if proc.returncode != 0:
-        return {"error": (proc.stderr.strip() or f"exit {proc.returncode}")[:300]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -38,7 +38,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .. import REPO_ROOT, systems
+from .. import REPO_ROOT
 from ..errors import HarnessError
 from .ssh import DEFAULT_WORK_ROOT, SshProvider
 
@@ -89,11 +89,13 @@ def aws_credentials() -> str | None:
 
 def system_variables_file(system: str, root: str = ROOT, systems_dir: Path | None = None) -> Path:
     """Where a system keeps its values of a Terraform root's system variables (it may have none)."""
+    from .. import systems  # the plugin loader only where systems are read (the providers import light)
     return Path(systems_dir or systems.SYSTEMS_DIR) / system / "terraform" / f"{root}.tfvars.json"
 
 
 def environments(systems_dir: Path | None = None) -> dict[str, Path]:
     """``{system: its variables file}`` for every system the provider can provision (those with ``ROOT``'s)."""
+    from .. import systems
     found = {name: system_variables_file(name, ROOT, systems_dir) for name in systems.names(systems_dir)}
     return {name: f for name, f in found.items() if f.is_file()}
 
