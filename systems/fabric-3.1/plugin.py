@@ -4,9 +4,17 @@ no catalogue driver runs these systems yet (issue 33)."""
 
 from harness.plugin_api import SystemPlugin
 
-from . import smoke
+from . import logs, smoke
 
 
 class Plugin(SystemPlugin):
     def commands(self) -> list:
         return [smoke.COMMAND]
+
+    def tables(self) -> list:
+        # the peer's own per-block phase times (its log at INFO, no patch; logs.py)
+        return [*super().tables(), logs.PHASES_TABLE]
+
+    def metrics(self) -> list:
+        # the v1.x phase metrics (vscc_ms, mvcc_ms, block_commit_ms, state_commit_ms) from that table
+        return [*super().metrics(), *logs.METRICS]
