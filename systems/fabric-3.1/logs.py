@@ -2,6 +2,11 @@
 
 Both releases log, at INFO, per block of a channel (the same format strings in v2.5.16 and v3.1.5):
 
+* ``gossip/privdata/coordinator.go:161`` (v2.5.16: 160), at the start of ``coordinator.StoreBlock``, where v1.2's
+  patch 0002 takes ``received_ns``::
+
+      Received block [5] from buffer channel=mychannel
+
 * ``core/committer/txvalidator/v20/validator.go:262`` (and ``v14/validator.go:234``, the validator of
   channels below the V2_0 application capability), at the end of ``TxValidator.Validate``::
 
@@ -14,7 +19,8 @@ Both releases log, at INFO, per block of a channel (the same format strings in v
       block_and_pvtdata_commit=5ms state_commit=2ms) commitHash=[0a1b...]
 
 Every duration is a Go ``time.Duration`` divided by ``time.Millisecond``: whole milliseconds, truncated
-(a phase of 0.9 ms logs ``0ms``). The table keeps them as logged, in ms; its metrics say so. What each
+(a phase of 0.9 ms logs ``0ms``); the lines' timestamps are wall-clock milliseconds. The table keeps them
+as logged, in ms; its metrics say so. What each
 phase covers and which v1.x phase (``blocks``: ``vscc_ns``, ``mvcc_ns``, ``block_commit_ns``,
 ``state_commit_ns``) it stands beside is in systems/fabric-3.1/README.md, "Per-block phase times".
 
@@ -41,12 +47,13 @@ PEER_LOG = "fabric3_peer.log"
 
 #: The table's columns. Durations are the peer's whole milliseconds as logged; ``validate_ms`` is -1 for a
 #: committed block with no "Validated block" line (the genesis block a peer joins with is committed
-#: directly). ``validated_at_ns`` / ``committed_at_ns``: the two lines' timestamps (ms resolution, Unix ns),
-#: -1 where the line's time has no zone this parser knows. ``measured``: 1 for a block of the point's
+#: directly). ``received_at_ns`` / ``validated_at_ns`` / ``committed_at_ns``: the three lines' timestamps
+#: (ms resolution, Unix ns), -1 where the block has no such line or the line's time has no zone this parser
+#: knows. ``measured``: 1 for a block of the point's
 #: measured window (``measured.json`` ``first_block`` on, or every block where the point has none).
 COLUMNS = ("host", "channel", "block_number", "tx_count", "validate_ms", "state_validation_ms",
-           "block_and_pvtdata_commit_ms", "state_commit_ms", "commit_ms", "validated_at_ns", "committed_at_ns",
-           "commit_hash", "measured")
+           "block_and_pvtdata_commit_ms", "state_commit_ms", "commit_ms", "received_at_ns", "validated_at_ns",
+           "committed_at_ns", "commit_hash", "measured")
 STRINGS = frozenset({"host", "channel", "commit_hash"})
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -54,6 +61,7 @@ _COMMITTED = re.compile(
     r"\[(?P<channel>[^\]\s]*)\] Committed block \[(?P<block>\d+)\] with (?P<txs>\d+) transaction\(s\) "
     r"in (?P<total>\d+)ms \(state_validation=(?P<sv>\d+)ms block_and_pvtdata_commit=(?P<bpc>\d+)ms "
     r"state_commit=(?P<sc>\d+)ms\) commitHash=\[(?P<hash>[0-9a-f]*)\]")
+_RECEIVED = re.compile(r"Received block \[(?P<block>\d+)\] from buffer(?: channel=(?P<channel>\S+))?")
 _VALIDATED = re.compile(r"\[(?P<channel>[^\]\s]*)\] Validated block \[(?P<block>\d+)\] in (?P<ms>\d+)ms")
 # fabric-lib-go flogging's default format: %{time:2006-01-02 15:04:05.000 MST} %{id:04x} %{level:.4s} ...
 _STAMP = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) (?P<zone>[A-Z]{3,5}|[+-]\d{4}) ")
@@ -80,6 +88,15 @@ def _time_ns(line: str) -> int:
     return -1
 
 
+def _json_field(line: str, name: str) -> str | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        return str(json.loads(line)[name])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def parse_peer_log(text: str, host: str = "") -> pd.DataFrame:
     """One row per block the peer logged as committed (columns ``COLUMNS``; ``measured`` 1), in log order.
 
@@ -87,11 +104,22 @@ def parse_peer_log(text: str, host: str = "") -> pd.DataFrame:
     does not count), when a "Committed block" or "Validated block" line does not have the v2.5/v3.1 form, or
     when a channel's block is committed twice."""
     validated: dict[tuple[str, int], tuple[int, int]] = {}
+    received: dict[tuple[str, int], int] = {}
     rows, seen = [], set()
     for number, raw in enumerate(text.splitlines(), 1):
-        if "Committed block [" not in raw and "Validated block [" not in raw:
+        if "Committed block [" not in raw and "Validated block [" not in raw and "from buffer" not in raw:
             continue
         line = _ANSI.sub("", raw)
+        if "Received block [" in line:
+            m = _RECEIVED.search(line)
+            channel = m and (m["channel"] or _json_field(line, "channel"))
+            if not channel:
+                raise HarnessError(f"peer log line {number}: a 'Received block' line not in v2.5/v3.1's form "
+                                   f"'Received block [n] from buffer channel=<channel>': {line.strip()[:200]}")
+            received[(channel, int(m["block"]))] = _time_ns(line)
+            continue
+        if "Committed block [" not in line and "Validated block [" not in line:
+            continue
         if "Validated block [" in line:
             m = _VALIDATED.search(line)
             if not m:
@@ -112,7 +140,8 @@ def parse_peer_log(text: str, host: str = "") -> pd.DataFrame:
         rows.append({"host": host, "channel": m["channel"], "block_number": key[1], "tx_count": int(m["txs"]),
                      "validate_ms": validate_ms, "state_validation_ms": int(m["sv"]),
                      "block_and_pvtdata_commit_ms": int(m["bpc"]), "state_commit_ms": int(m["sc"]),
-                     "commit_ms": int(m["total"]), "validated_at_ns": validated_at,
+                     "commit_ms": int(m["total"]), "received_at_ns": received.pop(key, -1),
+                     "validated_at_ns": validated_at,
                      "committed_at_ns": _time_ns(line), "commit_hash": m["hash"], "measured": 1})
     if not rows:
         raise HarnessError("peer log has no 'Committed block [n] with k transaction(s) in Xms (state_validation=... "
@@ -147,6 +176,14 @@ def phases_table(point_dir: Path) -> pd.DataFrame | None:
     return df
 
 
+def mean_latency_ms(phases: pd.DataFrame) -> float:
+    """Mean per-block time from StoreBlock's start ("Received block") to the commit line (after the history
+    database's commit), from the lines' wall-clock timestamps (ms); NaN without a block that has both."""
+    b = _measured_data_blocks(phases)
+    b = b[(b["received_at_ns"] >= 0) & (b["committed_at_ns"] >= 0)]
+    return float(((b["committed_at_ns"] - b["received_at_ns"]) / 1e6).mean()) if len(b) else float("nan")
+
+
 def _measured_data_blocks(phases: pd.DataFrame) -> pd.DataFrame:
     # as the core's data_blocks: blocks that carry transactions, here in the measured window
     return phases[(phases["tx_count"] > 0) & (phases["measured"] == 1)]
@@ -171,8 +208,9 @@ def mean_unattributed_ms(phases: pd.DataFrame) -> float:
 
 _AS_LOGGED = "(the v2.5/v3.1 peer's log: whole ms, truncated)"
 
-#: The v1.x phase metrics (harness/metrics.py PHASES, from table ``blocks``) computed from this table, by the
-#: mapping of systems/fabric-3.1/README.md; v1.x's history_commit_ms has no counterpart (not logged apart).
+#: The v1.x phase metrics (harness/metrics.py PHASES, from table ``blocks``) and block latency computed from this
+#: table, by the mapping of systems/fabric-3.1/README.md; v1.x's history_commit_ms has no counterpart (not
+#: logged apart).
 METRICS = (
     Metric("vscc_ms", "ms", (TABLE,), lambda fabric3_block_phases: mean_ms(fabric3_block_phases, "validate_ms"),
            f"mean per-block time of TxValidator.Validate, 'Validated block [n] in Xms' {_AS_LOGGED}"),
@@ -185,6 +223,9 @@ METRICS = (
     Metric("state_commit_ms", "ms", (TABLE,),
            lambda fabric3_block_phases: mean_ms(fabric3_block_phases, "state_commit_ms"),
            f"mean per-block state_commit: txmgr Commit to the state database {_AS_LOGGED}"),
+    Metric("block_latency_ms", "ms", (TABLE,), mean_latency_ms,
+           "mean per-block time from coordinator.StoreBlock's start ('Received block [n] from buffer') to the "
+           "commit line, from the v2.5/v3.1 peer log's timestamps (wall clock, whole ms)"),
     Metric("kvledger_commit_ms", "ms", (TABLE,), lambda fabric3_block_phases: mean_ms(fabric3_block_phases, "commit_ms"),
            f"mean per-block kvledger commit, state validation through the history database's commit {_AS_LOGGED}"),
     Metric("kvledger_unattributed_ms", "ms", (TABLE,), mean_unattributed_ms,
