@@ -32,13 +32,12 @@ import (
 	"os/signal"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	"fabricrepro/internal/channelconfig"
 	"fabricrepro/internal/config"
 	"fabricrepro/internal/deliverclient"
+	"fabricrepro/internal/grpcdial"
 	"fabricrepro/internal/msp"
 	cb "fabricrepro/internal/protos/common"
 	pb "fabricrepro/internal/protos/peer"
@@ -64,6 +63,9 @@ type Config struct {
 	StopAfter *uint64 `yaml:"stopAfter"`
 	// Retry is the pause before re-opening a broken stream.
 	Retry time.Duration `yaml:"retry"`
+	// TLSRootCerts are PEM files of the CAs the source's TLS certificate
+	// chains to: given, the connection is TLS (Fabric v2.5/v3.1).
+	TLSRootCerts []string `yaml:"tlsRootCerts"`
 }
 
 func main() { os.Exit(run()) }
@@ -94,7 +96,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "blockwatch:", err)
 		return 1
 	}
-	conn, err := grpc.NewClient(cfg.Address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpcdial.Dial(cfg.Address, cfg.TLSRootCerts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "blockwatch:", err)
 		return 1

@@ -5,22 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	cb "fabricrepro/internal/protos/common"
 	ab "fabricrepro/internal/protos/orderer"
 	pb "fabricrepro/internal/protos/peer"
 	"fabricrepro/internal/protoutil"
 )
-
-func dial(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(100<<20), grpc.MaxCallSendMsgSize(100<<20)))
-}
 
 // Endorsed is a transaction ready for the orderer.
 type Endorsed struct {
@@ -138,27 +133,97 @@ feed:
 	return out, nil
 }
 
-// broadcast sends txs to the orderers over `streams` Broadcast streams
-// (transaction i on stream i % streams, stream k to orderer k % len). With
-// rate > 0 transaction i is due at start + i/rate (start fixed once all
-// streams are open) and is sent no earlier; with rate 0 each stream sends as
-// fast as the orderer accepts and scheduled = submitted. The acknowledgment
-// time is taken when the orderer's response arrives (responses come back in
-// order per stream).
-func broadcast(ctx context.Context, orderers []*grpc.ClientConn, streams int, txs []Endorsed, rate float64) []Record {
+// ordering is the ordering service loadgen broadcasts to. With toAll (a BFT
+// service, Fabric v3's SmartBFT) every envelope goes to every orderer and is
+// acknowledged when a quorum of them answered SUCCESS, as Fabric v3.1's
+// gateway submits (internal/pkg/gateway/submit.go, submitBFT); otherwise
+// Broadcast stream k goes to orderer k % len and its answer is the ack.
+type ordering struct {
+	conns []*grpc.ClientConn
+	toAll bool
+}
+
+// targets are the orderers stream k sends to and how many SUCCESS answers
+// acknowledge an envelope.
+func (o ordering) targets(k int) ([]*grpc.ClientConn, int) {
+	if !o.toAll {
+		return []*grpc.ClientConn{o.conns[k%len(o.conns)]}, 1
+	}
+	return o.conns, bftQuorum(len(o.conns))
+}
+
+// bftQuorum is ceil((n+f+1)/2) with f = floor((n-1)/3), the quorum Fabric's
+// gateway waits for (computeBFTQuorum): 3 of 4 orderers.
+func bftQuorum(n int) int {
+	f := (n - 1) / 3
+	return (n + f + 2) / 2
+}
+
+// tally collects one envelope's answers from its orderers.
+type tally struct {
+	successes, answers int
+	failure            string
+}
+
+// broadcast sends txs to the ordering service over `streams` Broadcast
+// streams (transaction i on stream i % streams; see ordering for where a
+// stream goes). With rate > 0 transaction i is due at start + i/rate (start
+// fixed once all streams are open) and is sent no earlier; with rate 0 each
+// stream sends as fast as the orderers accept and scheduled = submitted. The
+// acknowledgment time is taken when the answer completing the quorum arrives,
+// or for a refused envelope when the last orderer answered (responses come
+// back in order per stream and orderer); an envelope no orderer answered has
+// none.
+func broadcast(ctx context.Context, ord ordering, streams int, txs []Endorsed, rate float64) []Record {
 	recs := make([]Record, len(txs))
+	tallies := make([]tally, len(txs))
+	var mu sync.Mutex // guards recs[i].Acked/Status and tallies once sent
 	for i, t := range txs {
 		recs[i].TxID = t.TxID
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type stream struct {
-		st  ab.AtomicBroadcast_BroadcastClient
-		err error
+	// answer records orderer's answer to transaction i (status "" = none).
+	answer := func(i, quorum, of int, status string) {
+		mu.Lock()
+		defer mu.Unlock()
+		t := &tallies[i]
+		t.answers++
+		if status == "SUCCESS" {
+			t.successes++
+			if t.successes == quorum {
+				recs[i].Acked, recs[i].Status = time.Now().UnixNano(), status
+			}
+		} else if t.failure == "" {
+			t.failure = status
+		}
+		if t.answers == of && t.successes < quorum {
+			recs[i].Status = t.failure
+			if !strings.HasPrefix(t.failure, "ERROR:") { // the orderers answered: the refusal's time
+				recs[i].Acked = time.Now().UnixNano()
+			}
+		}
 	}
-	sts := make([]stream, streams)
-	for k := range sts {
-		sts[k].st, sts[k].err = ab.NewAtomicBroadcastClient(orderers[k%len(orderers)]).Broadcast(ctx)
+	type sub struct {
+		st      ab.AtomicBroadcast_BroadcastClient
+		conn    *grpc.ClientConn
+		pending chan int
+	}
+	subs := make([][]sub, streams)
+	quorums := make([]int, streams)
+	var openErr []error
+	for k := range subs {
+		conns, quorum := ord.targets(k)
+		quorums[k] = quorum
+		var err error
+		for _, c := range conns {
+			var st ab.AtomicBroadcast_BroadcastClient
+			if st, err = ab.NewAtomicBroadcastClient(c).Broadcast(ctx); err != nil {
+				break
+			}
+			subs[k] = append(subs[k], sub{st: st, conn: c, pending: make(chan int, len(txs)/streams+1)})
+		}
+		openErr = append(openErr, err)
 	}
 	start := time.Now().UnixNano()
 	var sched []int64
@@ -169,19 +234,23 @@ func broadcast(ctx context.Context, orderers []*grpc.ClientConn, streams int, tx
 		}
 	}
 	var wg sync.WaitGroup
-	for k := range sts {
-		if sts[k].err != nil {
+	for k := range subs {
+		if openErr[k] != nil {
 			for i := k; i < len(txs); i += streams {
-				recs[i].Status = "ERROR:" + oneLine(fmt.Sprintf("open broadcast stream: %v", sts[k].err))
+				recs[i].Status = "ERROR:" + oneLine(fmt.Sprintf("open broadcast stream: %v", openErr[k]))
 			}
 			continue
 		}
-		st := sts[k].st
-		pending := make(chan int, len(txs)/streams+1) // never throttles the sender
-		wg.Add(2)
+		k, quorum, of := k, quorums[k], len(subs[k])
+		wg.Add(1)
 		go func() { // sender
 			defer wg.Done()
-			defer close(pending)
+			defer func() {
+				for _, s := range subs[k] {
+					close(s.pending)
+					s.st.CloseSend()
+				}
+			}()
 			for i := k; i < len(txs); i += streams {
 				if rate > 0 {
 					if d := time.Until(time.Unix(0, sched[i])); d > 0 {
@@ -192,51 +261,56 @@ func broadcast(ctx context.Context, orderers []*grpc.ClientConn, streams int, tx
 					}
 				}
 				if ctx.Err() != nil {
+					mu.Lock()
 					recs[i].Status = "ERROR:" + oneLine(ctx.Err().Error())
+					mu.Unlock()
 					continue
 				}
 				now := time.Now().UnixNano()
+				mu.Lock()
 				recs[i].Submitted = now
 				if rate == 0 {
 					recs[i].Scheduled = now
 				}
+				mu.Unlock()
 				if txs[i].OwnStream {
-					recs[i].Acked, recs[i].Status = sendAlone(ctx, orderers[k%len(orderers)], txs[i].Envelope)
-					continue
-				}
-				if err := st.Send(txs[i].Envelope); err != nil {
-					recs[i].Status = "ERROR:" + oneLine("send: "+err.Error())
-					for j := i + streams; j < len(txs); j += streams {
-						recs[j].Status = "ERROR:stream broken before send"
+					for _, s := range subs[k] {
+						answer(i, quorum, of, sendAlone(ctx, s.conn, txs[i].Envelope))
 					}
-					break
-				}
-				pending <- i
-			}
-			st.CloseSend()
-		}()
-		go func() { // receiver
-			defer wg.Done()
-			var broken error
-			for i := range pending {
-				if broken != nil {
-					recs[i].Status = "ERROR:" + oneLine("no response: "+broken.Error())
 					continue
 				}
-				resp, err := st.Recv()
-				now := time.Now().UnixNano()
-				if err != nil {
-					if errors.Is(err, io.EOF) {
-						err = errors.New("stream closed by orderer")
+				for _, s := range subs[k] {
+					if err := s.st.Send(txs[i].Envelope); err != nil {
+						answer(i, quorum, of, "ERROR:"+oneLine("send: "+err.Error()))
+						continue
 					}
-					broken = err
-					recs[i].Status = "ERROR:" + oneLine("no response: "+err.Error())
-					continue
+					s.pending <- i
 				}
-				recs[i].Acked = now
-				recs[i].Status = resp.Status.String()
 			}
 		}()
+		for _, s := range subs[k] {
+			wg.Add(1)
+			go func() { // receiver of one orderer's answers
+				defer wg.Done()
+				var broken error
+				for i := range s.pending {
+					if broken != nil {
+						answer(i, quorum, of, "ERROR:"+oneLine("no response: "+broken.Error()))
+						continue
+					}
+					resp, err := s.st.Recv()
+					if err != nil {
+						if errors.Is(err, io.EOF) {
+							err = errors.New("stream closed by orderer")
+						}
+						broken = err
+						answer(i, quorum, of, "ERROR:"+oneLine("no response: "+err.Error()))
+						continue
+					}
+					answer(i, quorum, of, resp.Status.String())
+				}
+			}()
+		}
 	}
 	wg.Wait()
 	for i := range recs {
@@ -247,24 +321,24 @@ func broadcast(ctx context.Context, orderers []*grpc.ClientConn, streams int, tx
 	return recs
 }
 
-// sendAlone sends env on a Broadcast stream of its own and returns when and
-// what the orderer answered (acked 0 and an ERROR: status if it did not).
-func sendAlone(ctx context.Context, orderer *grpc.ClientConn, env *cb.Envelope) (acked int64, status string) {
+// sendAlone sends env on a Broadcast stream of its own and returns what the
+// orderer answered (an ERROR: status if it did not).
+func sendAlone(ctx context.Context, orderer *grpc.ClientConn, env *cb.Envelope) string {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st, err := ab.NewAtomicBroadcastClient(orderer).Broadcast(ctx)
 	if err != nil {
-		return 0, "ERROR:" + oneLine(fmt.Sprintf("open broadcast stream: %v", err))
+		return "ERROR:" + oneLine(fmt.Sprintf("open broadcast stream: %v", err))
 	}
 	if err := st.Send(env); err != nil {
-		return 0, "ERROR:" + oneLine("send: "+err.Error())
+		return "ERROR:" + oneLine("send: "+err.Error())
 	}
 	resp, err := st.Recv()
 	if err != nil {
-		return 0, "ERROR:" + oneLine("no response: "+err.Error())
+		return "ERROR:" + oneLine("no response: "+err.Error())
 	}
 	st.CloseSend()
-	return time.Now().UnixNano(), resp.Status.String()
+	return resp.Status.String()
 }
 
 // oneLine keeps a status usable as one CSV field.

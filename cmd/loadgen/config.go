@@ -22,6 +22,12 @@ type Config struct {
 	EndorsersPerTx int      `yaml:"endorsersPerTx"`
 	// Orderers are orderer addresses; Broadcast stream k uses Orderers[k % len].
 	Orderers []string `yaml:"orderers"`
+	// BroadcastToAll sends every envelope to every orderer and takes the
+	// quorum's answer (a BFT ordering service: Fabric v3's SmartBFT).
+	BroadcastToAll bool `yaml:"broadcastToAll"`
+	// TLSRootCerts are PEM files of the CAs of the peers' and orderers' TLS
+	// certificates: given, every connection is TLS (Fabric v2.5/v3.1).
+	TLSRootCerts []string `yaml:"tlsRootCerts"`
 	// Chaincode is the money-transfer chaincode's name.
 	Chaincode string `yaml:"chaincode"`
 	// Workload is "money-transfer" (the default) or "smallbank": setup

@@ -19,6 +19,7 @@ import (
 	"fabricrepro/internal/channelconfig"
 	"fabricrepro/internal/config"
 	"fabricrepro/internal/endorser"
+	"fabricrepro/internal/grpcdial"
 	"fabricrepro/internal/ledger/statedb"
 	"fabricrepro/internal/ledger/txsim"
 	"fabricrepro/internal/lscc"
@@ -139,6 +140,8 @@ type fakeOrderer struct {
 	ab.UnimplementedAtomicBroadcastServer
 	mu   sync.Mutex
 	envs []*cb.Envelope
+	// refuse answers SERVICE_UNAVAILABLE to every envelope (a BFT node that fails).
+	refuse bool
 }
 
 func (f *fakeOrderer) Broadcast(st ab.AtomicBroadcast_BroadcastServer) error {
@@ -153,6 +156,9 @@ func (f *fakeOrderer) Broadcast(st ab.AtomicBroadcast_BroadcastServer) error {
 		status := cb.Status_SUCCESS
 		if len(env.Payload) == 0 {
 			status = cb.Status_BAD_REQUEST
+		}
+		if f.refuse {
+			status = cb.Status_SERVICE_UNAVAILABLE
 		}
 		f.mu.Lock()
 		f.envs = append(f.envs, env)
@@ -190,7 +196,7 @@ func TestBroadcastOpenLoop(t *testing.T) {
 	}
 	txs[5].Envelope = &cb.Envelope{}
 	start := time.Now()
-	recs := broadcast(context.Background(), []*grpc.ClientConn{conn}, 3, txs, 400)
+	recs := broadcast(context.Background(), ordering{conns: []*grpc.ClientConn{conn}}, 3, txs, 400)
 	if el := time.Since(start); el < 90*time.Millisecond {
 		t.Fatalf("40 tx at 400 tx/s took %s: schedule not followed", el)
 	}
@@ -218,18 +224,55 @@ func TestBroadcastOpenLoop(t *testing.T) {
 	}
 }
 
+// TestBroadcastToAllTakesTheQuorum: to a BFT service of 4 every envelope
+// goes to every orderer and is acknowledged when 3 (the quorum) answered
+// SUCCESS; with one orderer refusing it still succeeds, with two (the
+// negative control) it fails with the refusal.
+func TestBroadcastToAllTakesTheQuorum(t *testing.T) {
+	if q := bftQuorum(4); q != 3 {
+		t.Fatalf("quorum of 4 = %d, want 3", q)
+	}
+	for refusing, want := range map[int]string{0: "SUCCESS", 1: "SUCCESS", 2: "SERVICE_UNAVAILABLE"} {
+		var ords []*fakeOrderer
+		var conns []*grpc.ClientConn
+		for k := 0; k < 4; k++ {
+			o := &fakeOrderer{refuse: k < refusing}
+			ords = append(ords, o)
+			conns = append(conns, serve(t, func(s *grpc.Server) { ab.RegisterAtomicBroadcastServer(s, o) }))
+		}
+		var txs []Endorsed
+		for i := 0; i < 10; i++ {
+			txs = append(txs, Endorsed{TxID: string(rune('a' + i)), Envelope: &cb.Envelope{Payload: []byte{byte(i + 1)}}})
+		}
+		recs := broadcast(context.Background(), ordering{conns: conns, toAll: true}, 2, txs, 0)
+		for i, r := range recs {
+			if r.Status != want {
+				t.Fatalf("%d refusing: record %d status %s, want %s", refusing, i, r.Status, want)
+			}
+			if want == "SUCCESS" && r.Acked < r.Submitted {
+				t.Fatalf("%d refusing: record %d acked before submitted: %+v", refusing, i, r)
+			}
+		}
+		for k, o := range ords {
+			if len(o.envs) != len(txs) {
+				t.Fatalf("%d refusing: orderer %d got %d of %d envelopes", refusing, k, len(o.envs), len(txs))
+			}
+		}
+	}
+}
+
 func TestBroadcastToDeadOrdererReportsErrors(t *testing.T) {
 	lis, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := lis.Addr().String()
 	lis.Close()
-	conn, err := dial(addr)
+	conn, err := grpcdial.Dial(addr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	recs := broadcast(ctx, []*grpc.ClientConn{conn}, 2, []Endorsed{{TxID: "x", Envelope: &cb.Envelope{Payload: []byte{1}}}, {TxID: "y", Envelope: &cb.Envelope{Payload: []byte{1}}}}, 0)
+	recs := broadcast(ctx, ordering{conns: []*grpc.ClientConn{conn}}, 2, []Endorsed{{TxID: "x", Envelope: &cb.Envelope{Payload: []byte{1}}}, {TxID: "y", Envelope: &cb.Envelope{Payload: []byte{1}}}}, 0)
 	for _, r := range recs {
 		if !strings.HasPrefix(r.Status, "ERROR:") || strings.ContainsAny(r.Status, ",\n") {
 			t.Fatalf("status %q", r.Status)

@@ -60,6 +60,7 @@ import (
 	"fabricrepro/internal/channelconfig"
 	"fabricrepro/internal/config"
 	"fabricrepro/internal/deliverclient"
+	"fabricrepro/internal/grpcdial"
 	"fabricrepro/internal/msp"
 	pb "fabricrepro/internal/protos/peer"
 	moneytransfer "fabricrepro/workloads/money-transfer"
@@ -153,7 +154,7 @@ func execute(ctx context.Context, cfg *Config) ([]Record, *Summary, error) {
 	connect := func(addrs []string) ([]*grpc.ClientConn, error) {
 		var out []*grpc.ClientConn
 		for _, a := range addrs {
-			c, err := dial(a)
+			c, err := grpcdial.Dial(a, cfg.TLSRootCerts)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", a, err)
 			}
@@ -176,13 +177,13 @@ func execute(ctx context.Context, cfg *Config) ([]Record, *Summary, error) {
 	}
 	if cfg.Phase == "setup" {
 		src := &deliverclient.PeerSource{Conn: peers[0], Channel: channel, Signer: signer, Stop: deliverclient.NoStop}
-		return setup(ctx, cfg, e, orderers, src)
+		return setup(ctx, cfg, e, ordering{conns: orderers, toAll: cfg.BroadcastToAll}, src)
 	}
-	return transfer(ctx, cfg, e, orderers)
+	return transfer(ctx, cfg, e, ordering{conns: orderers, toAll: cfg.BroadcastToAll})
 }
 
 // transfer is phase 1 (pre-endorse) and phase 2 (broadcast) of the run.
-func transfer(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.ClientConn) ([]Record, *Summary, error) {
+func transfer(ctx context.Context, cfg *Config, e *endorsers, orderers ordering) ([]Record, *Summary, error) {
 	t := cfg.Transfer
 	plan, err := PlanTransfers(t.Transactions, cfg.Accounts, t.ConflictRate, cfg.Seed)
 	if err != nil {
@@ -242,7 +243,7 @@ func transfer(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.C
 }
 
 // setup deploys the chaincode and creates the accounts.
-func setup(ctx context.Context, cfg *Config, e *endorsers, orderers []*grpc.ClientConn, src deliverclient.Source) ([]Record, *Summary, error) {
+func setup(ctx context.Context, cfg *Config, e *endorsers, orderers ordering, src deliverclient.Source) ([]Record, *Summary, error) {
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	waiter, err := startWaiter(wctx, src)

@@ -216,14 +216,14 @@ func TestTransferMutationsAreExactlyTheValidatorsInvalid(t *testing.T) {
 	if err := cfg.check(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := setup(ctx, &cfg, e, []*grpc.ClientConn{chainConn}, chain); err != nil {
+	if _, _, err := setup(ctx, &cfg, e, ordering{conns: []*grpc.ClientConn{chainConn}}, chain); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(cfg.MutationsOut); err == nil {
 		t.Fatal("the setup phase wrote mutations.csv")
 	}
 	cfg.Phase = "transfer"
-	recs, sum, err := transfer(ctx, &cfg, e, []*grpc.ClientConn{ordConn})
+	recs, sum, err := transfer(ctx, &cfg, e, ordering{conns: []*grpc.ClientConn{ordConn}})
 	if err != nil || sum.Sent != n {
 		t.Fatalf("transfer: %+v %v", sum, err)
 	}

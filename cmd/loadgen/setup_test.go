@@ -138,7 +138,7 @@ func TestSetupThenTransfer(t *testing.T) {
 	e := &endorsers{clients: []pb.EndorserClient{pb.NewEndorserClient(peerConn)}, perTx: 1, channel: "ch", cc: moneytransfer.Name, signer: client}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	recs, sum, err := setup(ctx, &cfg, e, []*grpc.ClientConn{ordConn}, chain)
+	recs, sum, err := setup(ctx, &cfg, e, ordering{conns: []*grpc.ClientConn{ordConn}}, chain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestSetupThenTransfer(t *testing.T) {
 		t.Fatalf("setup: %d records, %+v", len(recs), sum)
 	}
 	cfg.Transfer.Transactions, cfg.Transfer.Amount, cfg.Transfer.PayloadBytes, cfg.Transfer.Rate = 10, 7, 100, 1000
-	recs, sum, err = transfer(ctx, &cfg, e, []*grpc.ClientConn{ordConn})
+	recs, sum, err = transfer(ctx, &cfg, e, ordering{conns: []*grpc.ClientConn{ordConn}})
 	if err != nil || sum.Acked != 10 || sum.Sent != 10 {
 		t.Fatalf("transfer: %+v %v", sum, err)
 	}
