@@ -10,7 +10,8 @@ from harness.tools import ensure_go_bin_on_path
 ensure_go_bin_on_path()
 
 #: This file's tasks (a bare word after a task name that is one of these starts the next task).
-TASKS = ("setup", "build", "test", "reproduce", "report", "export", "runs", "validate", "regress")
+TASKS = ("setup", "build", "test", "reproduce", "report", "export", "runs", "validate", "regress", "kit",
+         "ingest")
 
 
 def _given_positionally(task_name: str, argv: list[str] | None = None) -> bool:
@@ -202,6 +203,42 @@ def runs(c, paper=None):
     for r in rows:
         print(f"{r.get('status', '?'):<11} {r.get('points_done', '?')}/{r.get('points_total', '?')} points  "
               f"{r['path']}" + (f"  ({r['reason']})" if r.get("reason") else ""))
+
+
+@task(iterable=["set", "variant"], help={
+    "paper": "paper id (papers/<paper>.yaml)",
+    "experiment": "the experiment to measure on the target",
+    "out": "the kit to write (a .tar.xz)",
+    "scale": "smoke | local | paper",
+    "repeat": "repetitions per configuration (overrides the scale's)",
+    "set": "override a parameter: name=value, or name=a,b to sweep (repeatable)",
+    "variant": "only this variant (repeatable; default: every runnable one)",
+    "build": "reference (default: this repository's Go build) or upstream (the published code), linked statically",
+    "python": "the target's Python, MAJOR.MINOR (default: this machine's); the wheelhouse is for it",
+    "control": "a control point first where the driver can corrupt transactions (default on)",
+    "max_mib": "refuse a kit larger than this (default 48 MiB)",
+})
+def kit(c, paper=None, experiment=None, out="kit.tar.xz", scale="smoke", repeat=None, set=None, variant=None,
+        build="reference", python=None, control=True, max_mib=48):
+    """Build a measurement kit of one experiment for a host without the harness (README, "Measure on a host
+    without internet"); on the target: tar xJf kit.tar.xz && ./kit/run."""
+    from harness.config import parse_assignments, parse_value
+    from harness.kit import build_kit
+    if not paper or not experiment:
+        raise Exit("error: give --paper and --experiment", code=1)
+    _guard(build_kit, paper, experiment, out, scale=scale, build=build, overrides=parse_assignments(set),
+           repeat=parse_value(repeat) if repeat else None, variants=variant or None, controls=control,
+           python=python, max_bytes=int(float(max_mib) * 2**20))
+
+
+@task(positional=_positional("ingest", "archive"),
+      help={"archive": "a kit's run.tar.gz (./kit/run writes it on the target)"})
+def ingest(c, archive=None):
+    """Store a kit's run in results/ and analyse it as a local run (then `invoke report` pools it)."""
+    from harness.kit import ingest as store
+    if not archive:
+        raise Exit("error: give the archive (invoke ingest run.tar.gz)", code=1)
+    _guard(store, archive)
 
 
 @task(positional=_positional("verify", "run_dir"),

@@ -168,10 +168,12 @@ def choose_build(kind: str, systems: list[str], driver: str, source: str = "auto
 
 
 def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str = "auto", log=print,
-            systems_dir: Path | None = None, pins: dict[str, dict] | None = None) -> None:
+            systems_dir: Path | None = None, pins: dict[str, dict] | None = None,
+            builds_dir: Path | None = None) -> None:
     """Build (or reuse) the upstream build of every variant (``{variant: (system, switches)}``) and record it.
 
-    ``pins`` ({system: pin}) builds those systems at other commits (``upstream.at_pin``, ``invoke regress``).
+    ``pins`` ({system: pin}) builds those systems at other commits (``upstream.at_pin``, ``invoke regress``);
+    ``builds_dir`` keeps the builds in another cache than ``upstream.BUILDS`` (a kit's static builds).
 
     ``provenance[system]`` is the system's build without flavours where a
     variant has it (else its first variant's); ``variants[variant]`` names
@@ -181,7 +183,7 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
         return
     for variant, (system, switches) in variants.items():
         built = upstream.build(system, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log,
-                               switches=switches, pin=(pins or {}).get(system))
+                               switches=switches, pin=(pins or {}).get(system), builds=builds_dir or upstream.BUILDS)
         choice.builds[variant] = built
         if built.info.get("base"):  # the base system's tree: it runs with the base's driver
             spec = upstream_driver(built.info["base"], choice.driver, systems_dir)
@@ -197,7 +199,7 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
         # clients of FastFabric against Fabric v1.2.0's orderer), without flavours.
         for other in choice.driver_spec(variant, system).get("companions") or []:
             companion = upstream.build(other, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log,
-                                       pin=(pins or {}).get(other))
+                                       pin=(pins or {}).get(other), builds=builds_dir or upstream.BUILDS)
             choice.companions.setdefault(variant, {})[other] = companion
             choice.variants[variant].setdefault("companions", {})[other] = {
                 k: v for k, v in companion.provenance().items() if k in ("system", "key", "path", "patches")}

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, preflight, validity, work
+from . import REPO_ROOT, SCHEMA_VERSION, preflight, user_refs, validity, work
 from .analyze import analyze_run
 from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
@@ -136,7 +136,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
         tuning = provider.tune(host_settings(run))
         run.metadata.update({"roles": groups, "cluster": {**provider.describe(), "links": links},
                              "host_tuning": tuning,
-                             "topology_not_deployed": _not_deployed(experiment, hosts)})
+                             "topology_not_deployed": not_deployed(experiment, hosts)})
         run.save()
         monitor = ResourceMonitor(run.path / "provider" / "monitor", provider.monitor_targets(groups),
                                   track=provider.track).start()
@@ -208,11 +208,14 @@ def _collect_resources(monitor: ResourceMonitor, start_ns: int, end_ns: int, poi
         progress.message(f"per-host metrics of {point_dir.name} not stored: {e}")
 
 
-def _not_deployed(experiment: dict, hosts: dict[str, list[str]]) -> dict[str, int]:
+def not_deployed(experiment: dict, hosts: dict[str, list[str]]) -> dict[str, int]:
     """Roles of the paper's topology that this build does not deploy (e.g. Kafka before it exists)."""
     # one host per instance of a role is named <role><i> (e.g. peer0..peer3 for one PBFT peer each)
     deployed = set(hosts) | {h.rstrip("0123456789") for h in hosts}
     return {role: n for role, n in (experiment.get("topology") or {}).items() if n and role not in deployed}
+
+
+_not_deployed = not_deployed  # the name systems/fujitsu-api/tests/test_layout.py imports
 
 
 def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smoke", provider: str = "auto",
@@ -251,7 +254,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
                    [paper.experiment(experiment_id)] if experiment_id else paper.experiments)
     systems_dir = Path(papers_dir).parent / "systems" if papers_dir else None
     # Every experiment's parameters are checked before any of them runs: bad input makes no run directory.
-    kinds, plans = ({}, {}) if resume else _plan_experiments(
+    kinds, plans = ({}, {}) if resume else plan_experiments(
         paper, [e for e in experiments if not skip_reason(e, systems_dir, provider)], scale, build, source,
         systems_dir, variants, overrides, repeat, controls)
     skipped, runs = {}, []
@@ -271,7 +274,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             provider_ = _named_provider(providers, where, why)
             if why and where != "local":
                 print(f"{experiment['id']}: provider {where} ({why})", file=stream)
-            choice = _build_choice(experiment, plan, kind, fallback, source, systems_dir, stream)
+            choice = build_choice(experiment, plan, kind, fallback, source, systems_dir, stream)
             _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream)
         except HarnessError as e:
             if len(experiments) == 1 or isinstance(e, preflight.PreflightError):
@@ -326,7 +329,7 @@ def _resumed_run(resume: str, paper_id: str) -> Run:
     return run
 
 
-def _plan_experiments(paper, experiments: list[dict], scale: str, build: str, source: str,
+def plan_experiments(paper, experiments: list[dict], scale: str, build: str, source: str,
                       systems_dir: Path | None, variants: list[str] | None, overrides: dict | None,
                       repeat: int | None, controls: bool) -> tuple[dict, dict]:
     """Each experiment's build kind (with the reason for a fallback) and plan, by experiment id.
@@ -366,7 +369,7 @@ def _provider_for(provider: str, resumed: Run | None, plan: Plan) -> tuple[str, 
     return provider, None
 
 
-def _build_choice(experiment: dict, plan: Plan, kind: str, fallback: str | None, source: str,
+def build_choice(experiment: dict, plan: Plan, kind: str, fallback: str | None, source: str,
                   systems_dir: Path | None, stream) -> Choice:
     """The build the experiment's points run on, saying so when it fell back to the reference build."""
     choice = choose_build(kind, sorted({p.system for p in plan.points}), plan.experiment["driver"], source,
@@ -384,14 +387,17 @@ def _check_and_build(provider, choice: Choice, plan: Plan, source: str, results:
              pins: dict[str, dict] | None, stream) -> None:
     """Check the ports, tools, build and disk (in seconds), then build what the points need."""
     preflight.check(provider, choice, plan, source, results, systems_dir)
-    prepare(choice, _variant_systems(plan), source, log=lambda line: print(line, file=stream),
+    # a user's own commit of a system (--set fabric_ref=v2.5.12), resolved and its release checked before building
+    pins = {**user_refs.pins(plan.points, choice.kind, source, systems_dir, log=lambda line: print(line, file=stream)),
+            **(pins or {})}
+    prepare(choice, variant_systems(plan), source, log=lambda line: print(line, file=stream),
             systems_dir=systems_dir, pins=pins)
     require_binaries(choice.binaries(), provider.bin_dir)  # after prepare: variants may add drivers
 
 
 def _new_run(results: Path, paper, plan: Plan, where: str, choice: Choice, systems_dir: Path | None) -> Run:
     run = Run.create(results, paper.doc["paper"], plan.experiment, plan.resolved, provider=where,
-                     build=choice.metadata(_switches(plan)),
+                     build=choice.metadata(variant_switches(plan)),
                      seed=plan.resolved["parameters"].get("seed", {}).get("value"))
     if systems_dir is not None:  # systems from another folder than systems/ (a test's fixtures)
         run.metadata["systems_dir"] = str(Path(systems_dir).resolve())
@@ -416,14 +422,14 @@ def _execute(experiment_id: str, plan: Plan, run: Run, provider, choice: Choice,
                      + (f" ({run.metadata['reason']})" if run.metadata.get("reason") else ""))
 
 
-def _switches(plan: Plan) -> dict:
+def variant_switches(plan: Plan) -> dict:
     """Each variant's resolved switches."""
     return {vid: {k: s["value"] for k, s in v["switches"].items()} for vid, v in plan.resolved["variants"].items()}
 
 
-def _variant_systems(plan: Plan) -> dict[str, tuple[str, dict]]:
+def variant_systems(plan: Plan) -> dict[str, tuple[str, dict]]:
     """Each variant's system and resolved switches: what picks its build."""
-    switches = _switches(plan)
+    switches = variant_switches(plan)
     return {vid: (v["system"], switches[vid]) for vid, v in plan.resolved["variants"].items()}
 
 

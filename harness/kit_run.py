@@ -1,0 +1,182 @@
+"""A measurement kit's run on its target: ``./kit/run`` (harness/kit.py makes the kit).
+
+Runs the kit's plan (``plan.json``) with the local provider the way
+``invoke reproduce`` runs a plan (harness/reproduce.py ``_run_plan``): the same
+preflight of ports, tools, disk and CPUs; the run directory with its metadata
+(``host`` is this machine's, with its name); the CPU cost of one signature
+verification measured before and after the points; each point measured by
+``measure.measure_point`` (the driver's playbook with the watcher beside it,
+teardown by PID, the CPUs read back); no per-host metrics (Prometheus is not carried, and storing
+its series needs pandas: ``resources_not_monitored`` in ``metadata.json``
+says so). It analyses nothing: ``invoke ingest`` does, at
+home. It then writes ``run.tar.gz`` (the run directory and ``kit-run.json``,
+every file's sha256) beside ``./kit/run``, and exits 0 only when the run
+completed. An interrupted run keeps its directory under ``results/``, marked
+interrupted, with its logs, and is packed too.
+
+Everything stays under the kit's folder: the run store (``results/``), the
+components' work root (``build/work/``), Ansible's home and temporary files.
+This module imports nothing that needs pandas, pyarrow, matplotlib or
+jsonschema (harness/kit.py ``harness_modules`` checks it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import socket
+import sys
+import tarfile
+from pathlib import Path
+
+from . import REPO_ROOT, SCHEMA_VERSION, preflight
+from .errors import HarnessError, Interrupted
+from .measure import measure_point, measure_primitives, point_variables
+from .progress import Progress
+from .providers.local import LocalProvider
+from .resources import NODE_EXPORTER, PROMETHEUS
+from .rundir import Run, write_json
+
+KIT = REPO_ROOT  # the kit's folder: harness/ sits in it as in the repository
+#: Why a kit's run has no per-host metrics (``metadata.json`` ``resources_not_monitored``).
+NOT_MONITORED = ("a kit's run: Prometheus and node-exporter are not carried (dynamically linked), and storing "
+                 "their series needs pandas")
+
+
+def load(name: str) -> dict:
+    """``kit.json`` or ``plan.json`` of the kit."""
+    return json.loads((KIT / name).read_text(encoding="utf-8"))
+
+
+def check(plan: dict, provider: LocalProvider, results: Path) -> None:
+    """``invoke reproduce``'s preflight for the local provider: ports free (and none needed twice within a
+    driver), the tools the roles need, free disk, the CPUs the points ask for; but Prometheus and
+    node-exporter, which a kit's run does not start. Raises ``PreflightError``."""
+    found = []
+    for layout in plan["driver_layouts"]:
+        one = {}
+        for component, roles in layout.items():
+            for role in roles:
+                one.setdefault(role, []).append(component)
+        found += [p for p in preflight.layout_port_problems(preflight.host_ports_of("local", one)) if p not in found]
+    found += preflight.local_port_problems(preflight.host_ports_of("local", plan["layout"])["localhost"])
+    tools = preflight.tool_problems("local", plan["layout"], False)
+    found += [t for t in tools if not t.startswith((PROMETHEUS + " ", NODE_EXPORTER + " "))]
+    found += preflight.disk_problems(plan["scale"], [results, provider.work_root])
+    found += provider.cpus_problems(plan["largest_cpus"])
+    if found:
+        raise preflight.PreflightError(found)
+
+
+def measure(plan: dict, kit: dict, results: Path, progress_stream=None) -> Run:
+    """Run the plan's points into a new run under ``results`` and return it (its status recorded)."""
+    provider = LocalProvider(work_root=KIT / "build" / "work", bin_dir=KIT / "bin")
+    check(plan, provider, results)
+    run = Run.create(results, plan["paper"], plan["experiment"], plan["resolved"], provider="local",
+                     build=plan["build"], seed=plan["seed"], git=kit["git"])
+    run.metadata["host"]["hostname"] = socket.gethostname()
+    run.metadata["kit"] = {k: kit[k] for k in ("kit_id", "made_utc", "made_on", "target", "requirements")}
+    run.save()
+    stream = progress_stream or sys.stderr
+    progress = Progress(len(plan["points"]), title=plan["experiment"]["id"], stream=stream,
+                        log=run.path / "progress.log")
+    progress.message(f"{plan['experiment']['id']}: {len(plan['points'])} points at scale {plan['scale']} "
+                     f"-> {run.path}")
+    try:
+        with run.lifecycle():
+            _run_points(plan, run, provider, progress)
+    except Interrupted:
+        progress.message("interrupted: the run stays in " + str(run.path))
+    except HarnessError as e:
+        progress.message(f"{plan['experiment']['id']} failed: {e}")
+    progress.message(f"{plan['experiment']['id']}: run {run.metadata['status']}"
+                     + (f" ({run.metadata['reason']})" if run.metadata.get("reason") else ""))
+    return run
+
+
+def _run_points(plan: dict, run: Run, provider: LocalProvider, progress: Progress) -> None:
+    """As ``reproduce._run_plan`` on the local provider, each point measured and not analysed."""
+    hosts = plan["layout"]
+    run.metadata["layout"] = hosts
+    run.save()
+    try:
+        groups = provider.up(hosts, run.path)
+        inventory = provider.inventory(run.path / "inventory.yml", groups)
+        links = provider.apply_links([])  # a kit's experiment has no delayed links (harness/kit.py refuses them)
+        tuning = provider.tune(plan["host_settings"])
+        run.metadata.update({"roles": groups, "cluster": {**provider.describe(), "links": links},
+                             "host_tuning": tuning, "topology_not_deployed": plan["topology_not_deployed"]})
+        run.metadata["resources_not_monitored"] = NOT_MONITORED
+        run.save()
+        progress.total, progress.done = len(plan["points"]), 0
+        run.metadata.setdefault("primitives", {})["before_points"] = measure_primitives(provider.bin_dir)
+        run.save()
+        failed = 0
+        for entry in plan["points"]:
+            point = entry["point"]
+            progress.start(point["id"])
+            run.keep_attempt(point["id"])
+            variables = {**point_variables(run, point, entry["spec"], provider.work_root, provider.bin_dir,
+                                           KIT / entry["upstream_dir"] if entry["upstream_dir"] else None,
+                                           {s: str(KIT / d) for s, d in entry["companion_dirs"].items()} or None),
+                         **entry["role_variables"]}
+            measured = measure_point(run, point, entry["spec"], inventory, variables, entry["fatal_patterns"],
+                                     progress)
+            progress.finish(point["id"], measured["status"], measured.get("reason") or "measured",
+                            log=measured.get("log"))
+            if measured["status"] != "complete":
+                failed += 1
+        run.metadata["primitives"]["after_points"] = measure_primitives(provider.bin_dir)
+        run.save()
+        if failed:
+            run.metadata["outcome"] = ("failed", f"{failed} of {len(plan['points'])} points failed")
+    finally:
+        provider.down()
+
+
+def pack(run: Run, kit: dict, out: Path) -> Path:
+    """``run.tar.gz``: ``kit-run.json`` (what it is, each file's sha256) and the run directory as ``run/``."""
+    files = {}
+    for path in sorted(run.path.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            files[path.relative_to(run.path).as_posix()] = h.hexdigest()
+    manifest = {"format": "fabricrepro-kit-run", "schema_version": SCHEMA_VERSION, "kit_id": kit["kit_id"],
+                "paper": run.metadata["paper"], "experiment": run.metadata["experiment"], "run_id": run.id,
+                "status": run.metadata["status"], "hostname": socket.gethostname(), "run_path": str(run.path),
+                "files": files}
+    write_json(run.path.parent / "kit-run.json", manifest)
+    tmp = out.with_name(out.name + ".partial")
+    with tarfile.open(tmp, "w:gz") as tar:
+        tar.add(run.path.parent / "kit-run.json", arcname="kit-run.json")
+        tar.add(run.path, arcname="run")
+    (run.path.parent / "kit-run.json").unlink()
+    tmp.replace(out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``./kit/run``: measure the kit's plan here and write ``run.tar.gz``; 0 when the run completed."""
+    parser = argparse.ArgumentParser(prog="./kit/run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(KIT / "run.tar.gz"), help="the archive to write (default: kit/run.tar.gz)")
+    args = parser.parse_args(argv)
+    kit, plan = load("kit.json"), load("plan.json")
+    results = KIT / "results"
+    try:
+        run = measure(plan, kit, results)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = pack(run, kit, Path(args.out).resolve())
+    shutil.rmtree(KIT / "tmp", ignore_errors=True)
+    print(f"{out} ({run.metadata['status']}): bring it home and run `invoke ingest {out.name}`")
+    return 0 if run.metadata["status"] == "complete" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
