@@ -170,6 +170,13 @@ class SystemPlugin:
         """Commands of this system's own (a microbenchmark of its library, a probe of the host)."""
         return []
 
+    def upstream_ref(self, parameters: dict) -> dict | None:
+        """A user's own commit of this system's upstream code that a run's parameters ask for, instead of its
+        recipe's pin: ``{"ref": <tag, branch or commit of the recipe's repository>, "parameter": <its name>}``
+        (fabric-3.1's ``--set fabric_ref=v3.1.2``), or None. The core resolves and builds it
+        (``harness.user_refs``)."""
+        return None
+
 
 #: The hooks by name, as the loader checks plugins against them.
 HOOKS = tuple(name for name, value in vars(SystemPlugin).items()

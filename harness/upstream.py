@@ -217,7 +217,10 @@ def _make(plan: _Plan, work: Path, source: str, systems_dir: Path, log) -> dict:
     tree = work / "gopath" / "src" / recipe["toolchain"]["import_path"]
     log(f"upstream {plan.system}: fetching {recipe['repository']} @ {recipe['commit'][:12]} ({source})")
     fetched = fetch_source(recipe, tree, source)
-    release = _check_release(recipe, tree)
+    release = _check_release(recipe, tree, plan.pin, systems_dir)
+    if plan.pin and release:  # the tree's release, not the recipe's, is linked in and recorded
+        recipe = {**recipe, "toolchain": {**recipe["toolchain"],
+                                          "release": {**recipe["toolchain"]["release"], "version": release}}}
     grafts = [_graft(f["graft"], tree, work, source, systems_dir, log) for f in plan.flavours if f.get("graft")]
     applied, series = _apply_series(plan, tree, log)
     env, modules = _go_builds(plan.system, recipe, work, tree, log)
@@ -418,15 +421,53 @@ def _module_flags(recipe: dict) -> list[str]:
     return ["-trimpath", "-buildvcs=false"] + (["-ldflags", " ".join(xs)] if xs else [])
 
 
-def _check_release(recipe: dict, tree: Path) -> str | None:
-    """The release the tree states (``toolchain.release``: a make variable in a file), checked against the
-    recipe's; None where the recipe names none."""
+def stated_releases(spec: dict, text: str) -> list[str]:
+    """The values a recipe's ``toolchain.release`` variable is set to in ``text`` (its file), in order."""
+    return re.findall(rf"^{re.escape(spec['variable'])}\s*[?:]?=\s*(\S+)\s*$", text, flags=re.MULTILINE)
+
+
+def release_line(version: str) -> str:
+    """A release's line, its major.minor: ``2.5.16`` -> ``2.5``."""
+    return ".".join(version.split(".")[:2])
+
+
+def pinned_release(recipe: dict, text: str, pin: dict, systems_dir: Path = SYSTEMS) -> str:
+    """The release a tree at ``pin`` states (``text``: its ``toolchain.release`` file), checked against the
+    pin's ``release_line`` where it names one (a user's own ref, ``harness.user_refs``): a release of another
+    line is refused, naming the system that builds it."""
+    spec = recipe["toolchain"]["release"]
+    found = stated_releases(spec, text)
+    where = f"{pin.get('ref') or pin['commit'][:12]} ({pin['commit'][:12]})"
+    if len(found) != 1:
+        raise HarnessError(f"{recipe['system']}: {spec['file']} of {recipe['repository']} {where} sets "
+                           f"{spec['variable']} to {', '.join(found) or 'nothing'}: no release to build")
+    release, line = found[0], pin.get("release_line")
+    if line and release_line(release) != line:
+        lines = {}
+        for other in systems_with_recipe(systems_dir):
+            r = load_recipe(other, systems_dir)
+            if r["repository"] == recipe["repository"] and (r["toolchain"].get("release") or {}).get("version"):
+                lines[other] = release_line(r["toolchain"]["release"]["version"])
+        fits = sorted(s for s, l in lines.items() if l == release_line(release))
+        use = (f"use system {' or '.join(fits)}, which builds {release_line(release)}.x" if fits else
+               f"no system here builds {release_line(release)}.x ("
+               + ", ".join(f"{s}: {l}.x" for s, l in sorted(lines.items())) + ")")
+        raise HarnessError(f"{recipe['system']} builds and configures {recipe['repository']} {line}.x only, but "
+                           f"{where} is release {release} ({spec['file']}'s {spec['variable']}): {use}")
+    return release
+
+
+def _check_release(recipe: dict, tree: Path, pin: dict | None = None, systems_dir: Path = SYSTEMS) -> str | None:
+    """The release the tree states (``toolchain.release``: a make variable in a file): the recipe's own, or at
+    a ``pin`` whatever the tree states (``pinned_release``); None where the recipe names none."""
     spec = recipe["toolchain"].get("release")
     if not spec:
         return None
     path = tree / spec["file"]
     text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
-    found = re.findall(rf"^{re.escape(spec['variable'])}\s*[?:]?=\s*(\S+)\s*$", text, flags=re.MULTILINE)
+    if pin:
+        return pinned_release(recipe, text, pin, systems_dir)
+    found = stated_releases(spec, text)
     if found != [spec["version"]]:
         raise HarnessError(f"{recipe['system']}: the recipe says release {spec['version']}, but {spec['file']} "
                            f"of {recipe['commit'][:12]} sets {spec['variable']} to "

@@ -18,3 +18,9 @@ class Plugin(SystemPlugin):
     def metrics(self) -> list:
         # the v1.x phase metrics (vscc_ms, mvcc_ms, block_commit_ms, state_commit_ms) from that table
         return [*super().metrics(), *logs.METRICS]
+
+    def upstream_ref(self, parameters: dict) -> dict | None:
+        # a user's own Fabric tag or commit (--set fabric_ref=v2.5.12): built from git in place of the recipe's
+        # pin, its release checked against this system's line (harness/user_refs.py; README "Your own Fabric")
+        ref = parameters.get("fabric_ref")
+        return {"ref": str(ref), "parameter": "fabric_ref"} if ref not in (None, "") else None

@@ -1,0 +1,180 @@
+"""A user's own commit of a system's upstream code (harness/user_refs.py, ``--set fabric_ref=v2.5.12``) on a local
+git repository standing in for hyperledger/fabric: the ref reaches the build (its commit built, its release
+linked in and recorded, the cache keyed by the commit), and a bad ref or a release of another line is refused
+with a clear error naming the system to use, before anything is built. No ../shared, no network."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import systems, upstream, user_refs
+from harness.config import declarations
+from harness.errors import HarnessError
+from harness.plan import Point
+from tests.harness.git_repos import IDENTITY, git, tagged_repo
+
+pytestmark = pytest.mark.skipif(not shutil.which("git"), reason="needs git")
+
+GO_MOD = "module example.org/fabric\n\ngo 1.21\n"
+MAIN_GO = ('package main\n\nimport (\n\t"fmt"\n\n\t"example.org/fabric/meta"\n)\n\n'
+           'func main() { fmt.Println(meta.Version, meta.Commit) }\n')
+META_GO = 'package meta\n\nvar (\n\tVersion = "latest"\n\tCommit  = "development build"\n)\n'
+PLUGIN = '''from harness.plugin_api import SystemPlugin
+
+
+class Plugin(SystemPlugin):
+    def upstream_ref(self, parameters: dict) -> dict | None:
+        ref = parameters.get("fabric_ref")
+        return {"ref": str(ref), "parameter": "fabric_ref"} if ref else None
+'''
+
+
+def _release(repo: Path, version: str) -> str:
+    """Commit the Makefile stating ``version`` (as Fabric's: ``FABRIC_VER ?= ...``) and tag it v<version>."""
+    (repo / "Makefile").write_text(f"BASE_VERSION = unused\nFABRIC_VER ?= {version}\n")
+    git(repo, *IDENTITY, "commit", "-qam", f"release {version}")
+    git(repo, "tag", f"v{version}")
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def fabric(tmp_path):
+    """A 'hyperledger/fabric' with releases 2.5.12, 2.5.13, 3.0.0, 3.1.2, 3.1.5 (one commit each, tagged), and
+    two systems building it like fabric-2.5 (extending) and fabric-3.1: go-modules, the release from FABRIC_VER."""
+    repo = tmp_path / "remote"
+    for rel, text in {"go.mod": GO_MOD, "main.go": MAIN_GO, "meta/meta.go": META_GO,
+                      "Makefile": "FABRIC_VER ?= 2.5.11\n"}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    commits = {"2.5.11": tagged_repo(repo, "v2.5.11")}
+    for version in ("2.5.12", "2.5.13", "3.0.0", "3.1.2", "3.1.5"):
+        commits[version] = _release(repo, version)
+    git(repo, "branch", "release-2.5", commits["2.5.13"])
+    root = tmp_path / "systems"
+    for system, version, extends in (("toy-3.1", "3.1.5", None), ("toy-2.5", "2.5.13", "toy-3.1")):
+        (root / system).mkdir(parents=True)
+        (root / system / "system.yaml").write_text(yaml.safe_dump({"id": system, **({"extends": extends} if extends else {})}))
+        recipe = {"schema_version": 2, "system": system, "repository": "example/fabric", "clone_url": repo.as_uri(),
+                  "ref": f"v{version}", "commit": commits[version], "pin_source": "test double",
+                  "toolchain": {"kind": "go-modules", "import_path": "example.org/fabric",
+                                "release": {"version": version, "file": "Makefile", "variable": "FABRIC_VER"},
+                                "ldflags_x": {"example.org/fabric/meta.Version": "{release}",
+                                              "example.org/fabric/meta.Commit": "{commit:.7}"}},
+                  "targets": {"peer": "."}}
+        (root / system / "upstream.yaml").write_text(yaml.safe_dump(recipe))
+    (root / "toy-3.1" / "plugin.py").write_text(PLUGIN)
+    return {"repo": repo, "commits": commits, "systems": root, "builds": tmp_path / "builds",
+            "clones": tmp_path / "regress"}
+
+
+def _pin(f, ref, system="toy-2.5"):
+    return user_refs.user_pin(system, ref, "fabric_ref", f["systems"], root=f["clones"], log=lambda line: None)
+
+
+def _build(f, pin, system="toy-2.5"):
+    return upstream.build(system, "auto", systems_dir=f["systems"], builds=f["builds"], log=lambda line: None, pin=pin)
+
+
+@pytest.mark.skipif(not shutil.which("go"), reason="needs go")
+def test_the_users_ref_reaches_the_build_its_release_read_from_the_tree(fabric):
+    pin = _pin(fabric, "v2.5.12")
+    assert pin["commit"] == fabric["commits"]["2.5.12"] and pin["ref"] == "v2.5.12" and pin["release_line"] == "2.5"
+    built = _build(fabric, pin)
+    # the tree at the ref, with its own release linked in (not the recipe's 2.5.13)
+    out = subprocess.run([str(built.bin_dir / "peer")], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["2.5.12", fabric["commits"]["2.5.12"][:7]]
+    info = json.loads((built.path / "build.json").read_text())
+    assert (info["ref"], info["commit"], info["built_commit"], info["release"]) == \
+        ("v2.5.12", pin["commit"], pin["commit"], "2.5.12")
+    assert info["source"]["kind"] == "git" and info["toolchain"]["release"]["version"] == "2.5.12"
+    # what a run's metadata records (build.systems.<system>)
+    assert {k: built.provenance()[k] for k in ("ref", "commit", "release")} == \
+        {"ref": "v2.5.12", "commit": pin["commit"], "release": "2.5.12"}
+    # the cache is keyed by the commit: the same commit again reuses it, another commit is another build
+    assert _build(fabric, _pin(fabric, pin["commit"])).path == built.path
+    other = _build(fabric, _pin(fabric, "release-2.5"))  # a branch: its head, 2.5.13
+    assert other.path != built.path and other.info["release"] == "2.5.13"
+    assert other.info["commit"] == fabric["commits"]["2.5.13"]
+
+
+def test_a_ref_that_names_nothing_is_refused_naming_it(fabric):
+    with pytest.raises(HarnessError, match=r"toy-2\.5: fabric_ref=v9\.9\.9 names no tag, branch or commit of "
+                                           r"example/fabric"):
+        _pin(fabric, "v9.9.9")
+
+
+def test_a_release_of_another_line_is_refused_naming_the_system_to_use(fabric):
+    with pytest.raises(HarnessError, match=r"toy-2\.5 builds and configures example/fabric 2\.5\.x only, but "
+                                           r"v3\.1\.2 \(\w{12}\) is release 3\.1\.2 \(Makefile's FABRIC_VER\): use "
+                                           r"system toy-3\.1, which builds 3\.1\.x"):
+        _pin(fabric, "v3.1.2")
+    with pytest.raises(HarnessError, match=r"is release 3\.0\.0 .*no system here builds 3\.0\.x "
+                                           r"\(toy-2\.5: 2\.5\.x, toy-3\.1: 3\.1\.x\)"):
+        _pin(fabric, "v3.0.0")
+    with pytest.raises(HarnessError, match=r"use system toy-2\.5"):
+        _pin(fabric, "v2.5.12", system="toy-3.1")
+    # the build refuses it too (a pin made elsewhere), and leaves nothing behind
+    bad = {**_pin(fabric, "v2.5.12"), "commit": fabric["commits"]["3.0.0"], "ref": "v3.0.0"}
+    with pytest.raises(HarnessError, match=r"is release 3\.0\.0"):
+        _build(fabric, bad)
+    assert not any((fabric["builds"] / "toy-2.5").glob("*/build.json"))
+
+
+def _points(system: str, *refs):
+    return [Point(id=f"p{i}", variant="v", system=system, label="v", repetition=i, sweep={},
+                  parameters={"transactions": 10, **({"fabric_ref": ref} if ref else {})}, switches={})
+            for i, ref in enumerate(refs)]
+
+
+def test_a_runs_points_ask_through_the_systems_hook(fabric):
+    root = fabric["systems"]
+    # toy-2.5 inherits toy-3.1's hook (extends), as fabric-2.5 inherits fabric-3.1's
+    assert user_refs.requested(_points("toy-2.5", "v2.5.12", "v2.5.12"), root) == \
+        {"toy-2.5": {"ref": "v2.5.12", "parameter": "fabric_ref"}}
+    assert user_refs.requested(_points("toy-2.5", None), root) == {}
+    pins = user_refs.pins(_points("toy-2.5", "v2.5.12"), "upstream", "auto", root, root=fabric["clones"],
+                          log=lambda line: None)
+    assert pins["toy-2.5"]["commit"] == fabric["commits"]["2.5.12"]
+    with pytest.raises(HarnessError, match="asks for 2 refs"):
+        user_refs.requested(_points("toy-2.5", "v2.5.12", "v2.5.13"), root)
+    with pytest.raises(HarnessError, match="this run has the reference build"):
+        user_refs.pins(_points("toy-2.5", "v2.5.12"), "reference", "auto", root, root=fabric["clones"])
+    with pytest.raises(HarnessError, match="built from git, not from a snapshot"):
+        user_refs.pins(_points("toy-2.5", "v2.5.12"), "upstream", "snapshot", root, root=fabric["clones"])
+    assert user_refs.pins(_points("toy-2.5", None), "reference", "snapshot", root) == {}
+
+
+def test_fabric_31_and_25_take_fabric_ref():
+    assert "fabric_ref" in declarations()
+    for system, line in (("fabric-3.1", "3.1"), ("fabric-2.5", "2.5")):
+        assert systems.plugin(system).upstream_ref({"fabric_ref": "v2.5.12"}) == \
+            {"ref": "v2.5.12", "parameter": "fabric_ref"}
+        assert systems.plugin(system).upstream_ref({}) is None
+        assert upstream.release_line(upstream.load_recipe(system)["toolchain"]["release"]["version"]) == line
+    assert systems.plugin("fabric-1.2").upstream_ref({"fabric_ref": "v2.5.12"}) is None
+
+
+def test_the_real_systems_refuse_another_line_naming_each_other(fabric, monkeypatch):
+    """fabric-2.5's and fabric-3.1's own recipes, their repository redirected to the local one (git's insteadOf,
+    as a user's mirror would be): only resolving and the release check, no build."""
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{fabric['repo'].as_uri()}.insteadOf")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://github.com/hyperledger/fabric.git")
+
+    def pin(system, ref):
+        return user_refs.user_pin(system, ref, "fabric_ref", root=fabric["clones"], log=lambda line: None)
+
+    assert pin("fabric-2.5", "v2.5.12")["commit"] == fabric["commits"]["2.5.12"]
+    assert pin("fabric-3.1", "v3.1.2")["commit"] == fabric["commits"]["3.1.2"]
+    with pytest.raises(HarnessError, match=r"fabric-2\.5 builds and configures hyperledger/fabric 2\.5\.x only, "
+                                           r"but v3\.0\.0 .* no system here builds 3\.0\.x \(fabric-2\.5: 2\.5\.x, "
+                                           r"fabric-3\.1: 3\.1\.x\)"):
+        pin("fabric-2.5", "v3.0.0")
+    with pytest.raises(HarnessError, match=r"use system fabric-3\.1, which builds 3\.1\.x"):
+        pin("fabric-2.5", "v3.1.2")
+    with pytest.raises(HarnessError, match=r"use system fabric-2\.5, which builds 2\.5\.x"):
+        pin("fabric-3.1", "v2.5.13")
