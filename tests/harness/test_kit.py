@@ -1,0 +1,192 @@
+"""The measurement kit (harness/kit.py, harness/kit_run.py): built here, run in a clean environment, ingested.
+
+One kit of the reference build's peer benchmark (FastFabric Fig. 6, one variant, 500 transfers, no
+control point) is built once per module, unpacked in a fresh directory and run with ``env -i
+PATH=/usr/bin:/bin`` and a Python without the harness's packages (a venv made ``--without-pip`` without
+site packages: pandas cannot be imported there); its ``run.tar.gz`` is ingested, and a local run of the
+same plan is made beside it. The tests compare the two and prove that ingest refuses bad archives
+without storing anything. About 70 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from harness import REPO_ROOT
+from harness.errors import HarnessError
+from harness.rundir import Run
+from tests.network_lock import network_lock
+
+EXPERIMENT = ("fastfabric", "fig6-peer-throughput")
+OPTIONS = {"build": "reference", "variants": ["fabric-1.2"], "controls": False, "overrides": {"transactions": 500},
+           "repeat": 1}
+CLEAN_PATH = "/usr/bin:/bin"
+
+needs_tools = pytest.mark.skipif(shutil.which("ansible-playbook") is None or shutil.which("go") is None,
+                                 reason="needs ansible-playbook and go (invoke setup)")
+
+
+def _clean_python(where: Path) -> Path:
+    """A Python without the harness's packages: a venv of this interpreter, without pip or site packages."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    return where / "bin" / "python3"
+
+
+@pytest.fixture(scope="module")
+def kit_run(tmp_path_factory, request):
+    """The kit built, run in a clean environment and ingested; and a local run of the same plan."""
+    from harness.kit import build_kit, ingest
+    from harness.reproduce import reproduce
+    base = tmp_path_factory.mktemp("kit")
+    try:
+        manifest = build_kit(*EXPERIMENT, base / "kit.tar.xz", preset=0, log=lambda _: None,
+                             **{k: v for k, v in OPTIONS.items()})
+    except HarnessError as e:
+        if "pip download" in str(e):
+            pytest.skip(f"the wheelhouse cannot be fetched here: {e}")
+        raise
+    target = base / "target"
+    target.mkdir()
+    with tarfile.open(base / "kit.tar.xz") as tar:
+        tar.extractall(target, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
+    python = _clean_python(base / "clean-python")
+    env = {"PATH": CLEAN_PATH}
+    pandas = subprocess.run([str(python), "-c", "import pandas"], env=env, capture_output=True, text=True)
+    with network_lock(request.config):
+        proc = subprocess.run([str(target / "kit" / "run"), "--python", str(python)], env=env, cwd=target,
+                              capture_output=True, text=True, timeout=600)
+        (local,) = reproduce(*EXPERIMENT, scale="smoke", results=base / "results-local",
+                             reports=base / "reports", stream=io.StringIO(),
+                             provider_options={"work_root": base / "work"},
+                             **{"build": OPTIONS["build"], "variants": OPTIONS["variants"],
+                                "controls": OPTIONS["controls"], "overrides": OPTIONS["overrides"],
+                                "repeat": OPTIONS["repeat"]})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    archive = target / "kit" / "run.tar.gz"
+    kept = base / "run.tar.gz"
+    shutil.copy2(archive, kept)
+    ingested = ingest(archive, results=base / "results-kit", log=lambda _: None)
+    return SimpleNamespace(base=base, manifest=manifest, target=target, proc=proc, pandas=pandas,
+                           archive=kept, ingested=ingested, local=local)
+
+
+def _point(run: Run) -> dict:
+    (summary,) = sorted((run.path / "points").glob("*/summary.json"))
+    return json.loads(summary.read_text())
+
+
+@pytest.mark.network
+@needs_tools
+def test_a_kit_measures_in_a_clean_environment_what_a_local_run_measures(kit_run):
+    """``./kit/run`` with nothing but the archive and a bare Python; ingested, the run has the local run's
+    metrics and validity: the same metric names, every transfer valid in the ledger's codes, the same counts,
+    no validity problem, the same evidence class; its metadata names the host it was measured on."""
+    assert kit_run.pandas.returncode != 0 and "No module named 'pandas'" in kit_run.pandas.stderr
+    kit, local = kit_run.ingested, kit_run.local
+    assert kit.metadata["status"] == local.metadata["status"] == "complete"
+    a, b = _point(kit), _point(local)
+    assert a["status"] == b["status"] == "complete" and a["valid"] and b["valid"]
+    assert sorted(a["metrics"]) == sorted(b["metrics"])
+    assert a["metrics"]["valid_fraction"] == b["metrics"]["valid_fraction"] == 1.0
+    for key in ("counts_from", "ledger_valid", "ledger_invalid", "problems", "evidence"):
+        assert a["validity"][key] == b["validity"][key], key
+    assert a["validity"]["ledger_valid"] > 500 - 1 and a["validity"]["problems"] == []
+    assert a["cpus"] == b["cpus"]
+    assert kit.metadata["host"]["hostname"] and kit.metadata["ingested"]["kit_id"] == kit_run.manifest["kit_id"]
+    assert kit.metadata["build"]["kind"] == "reference" and kit.metadata["git"] == kit_run.manifest["git"]
+    assert kit.metadata["tool_versions"]["pandas"] is None  # measured without it
+    assert "before_points" in kit.metadata["primitives"] and "after_points" in kit.metadata["primitives"]
+    # the same analysis: the run's summary pools its point as a local run's does
+    assert json.loads((kit.path / "summary.json").read_text())["points"]
+
+
+@pytest.mark.network
+@needs_tools
+def test_a_kit_leaves_nothing_running_and_writes_only_in_its_folder(kit_run):
+    """No process of the kit is left, the static binaries it carried are static, and what it wrote is under
+    ``kit/`` (its venv, Ansible's home and temporary files, the run store, the work root)."""
+    from harness.kit import elf_linking
+    kit_dir = kit_run.target / "kit"
+    left = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(kit_dir) not in left
+    assert [p.name for p in kit_run.target.iterdir()] == ["kit"]
+    for name in ("venv", "home", "results", "build", "run.tar.gz"):
+        assert (kit_dir / name).exists(), name
+    assert not (kit_dir / "tmp").exists()
+    assert all(elf_linking(kit_dir / arc) == "static" for arc in kit_run.manifest["binaries"])
+    (run_dir,) = [p for p in (kit_dir / "results" / EXPERIMENT[0] / EXPERIMENT[1]).iterdir() if not p.is_symlink()]
+    assert json.loads((run_dir / "metadata.json").read_text())["status"] == "complete"
+
+
+def test_components_a_kit_cannot_carry_are_refused_by_name(tmp_path):
+    """A role that needs a JVM (its meta/preflight.yml tools) and a dynamically linked binary are named."""
+    from harness.kit import elf_linking, tool_refusals
+    refused = tool_refusals({"orderer": ["kafka", "zookeeper"], "peer": ["committerbench"]})
+    assert refused == ["component kafka needs java (a JVM), which a kit cannot carry",
+                       "component zookeeper needs java (a JVM), which a kit cannot carry"]
+    assert tool_refusals({"peer": ["committerbench"]}) == []
+    script = tmp_path / "tool"
+    script.write_text("#!/bin/sh\n")
+    assert elf_linking(script) is None
+    assert elf_linking(Path(sys.executable).resolve()) == "dynamic"
+
+
+def _rewrite(archive: Path, out: Path, change) -> Path:
+    """A copy of a run archive with ``change(name, data)`` applied to each file (None drops it)."""
+    with tarfile.open(archive, "r:gz") as src, tarfile.open(out, "w:gz") as dst:
+        for m in src.getmembers():
+            data = src.extractfile(m).read() if m.isfile() else None
+            if m.isfile():
+                data = change(m.name, data)
+                if data is None:
+                    continue
+                m.size = len(data)
+            dst.addfile(m, io.BytesIO(data) if data is not None else None)
+    return out
+
+
+@pytest.mark.network
+@needs_tools
+def test_ingest_refuses_bad_archives_and_stores_nothing(kit_run, tmp_path):
+    """Not a kit's run, a corrupt or cut archive, a file changed or missing, a run already stored: each is
+    refused with its reason, nothing is added to the run store and the archive is left as it was."""
+    from harness.kit import ingest
+    results = tmp_path / "results"
+    raw = next(n for n in tarfile.open(kit_run.archive).getnames() if "/raw/" in n and n.endswith(".csv"))
+    plain = tmp_path / "plain.tar.gz"
+    with tarfile.open(plain, "w:gz") as tar:
+        tar.add(kit_run.archive, arcname="something.tar.gz")
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(kit_run.archive.read_bytes()[: kit_run.archive.stat().st_size // 2])
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(gzip.compress(b"not a tar file at all" * 100))
+    cases = {
+        "not a kit's run": plain,
+        "corrupt or incomplete archive|not a readable tar.gz": cut,
+        "not a readable tar.gz": junk,
+        "differs from the target's": _rewrite(kit_run.archive, tmp_path / "tampered.tar.gz",
+                                               lambda n, d: d + b"1,2,3\n" if n == raw else d),
+        "is missing": _rewrite(kit_run.archive, tmp_path / "incomplete.tar.gz",
+                               lambda n, d: None if n == raw else d),
+    }
+    for why, archive in cases.items():
+        before = archive.read_bytes()
+        with pytest.raises(HarnessError, match=why):
+            ingest(archive, results=results, log=lambda _: None)
+        assert archive.read_bytes() == before
+        assert not any(p.is_file() for p in results.rglob("*")) if results.exists() else True, why
+    with pytest.raises(HarnessError, match="already in the run store"):
+        ingest(kit_run.archive, results=kit_run.base / "results-kit", log=lambda _: None)
+    stored = [p for p in (kit_run.base / "results-kit" / EXPERIMENT[0] / EXPERIMENT[1]).iterdir()]
+    assert [p.name for p in stored] == [kit_run.ingested.id]
