@@ -55,12 +55,18 @@ def setup(c):
 @task(help={
     "upstream": "build a system's published code instead (systems/<system>/upstream.yaml), e.g. fabric-1.2",
     "source": "upstream source: auto (a snapshot in ../shared/upstream if present, else git clone), snapshot, git",
+    "ref": "with --upstream: a tag, branch or commit of the system's repository instead of its recipe's pin, "
+           "from git (fabric-2.5, fabric-3.1: a release of their line; harness/user_refs.py)",
 })
-def build(c, upstream=None, source="auto"):
+def build(c, upstream=None, source="auto", ref=None):
     """Generate the Fabric protobuf code and build the Go commands into bin/ (or one upstream system)."""
     if upstream:
         from harness import upstream as up
-        built = _guard(up.build, upstream, source)
+        pin = None
+        if ref:
+            from harness import user_refs
+            pin = _guard(user_refs.user_pin, upstream, ref, "--ref")
+        built = _guard(up.build, upstream, source, pin=pin)
         print(f"{upstream}: {built.path}")
         return
     from harness import toolchain
