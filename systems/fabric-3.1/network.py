@@ -50,18 +50,28 @@ class Layout:
     extra: dict = field(default_factory=dict)
 
 
-def layout(release: str, consensus: str, host: str = "127.0.0.1", base_port: int = 27050) -> Layout:
-    """The local layout: each node's ports in a block of 10 from ``base_port``."""
+def orderer_count(consensus: str) -> int:
+    """3 Raft nodes (one may fail), or 3f+1 = 4 SmartBFT nodes for f = 1."""
+    return 4 if consensus == "BFT" else 3
+
+
+def layout(release: str, consensus: str, host: str = "127.0.0.1", base_port: int = 27050,
+           orderer_hosts: list[str] | None = None, peer_host: str | None = None) -> Layout:
+    """Each node's ports in a block of 10 from ``base_port`` (distinct even where nodes share a host, as
+    on the local provider); every node on ``host`` unless ``orderer_hosts`` (orderer i on
+    ``orderer_hosts[i % len]``) or ``peer_host`` (the peer and its chaincode server) say otherwise."""
     if release not in RELEASES:
         raise ValueError(f"release {release!r}: one of {', '.join(RELEASES)}")
     if consensus not in CONSENSUS[release]:
         raise ValueError(f"Fabric v{release} orders with {', '.join(CONSENSUS[release])}, not {consensus!r}")
-    count = 4 if consensus == "BFT" else 3
-    orderers = [Node(f"orderer{i}", host, base_port + 10 * i, base_port + 10 * i + 1, base_port + 10 * i + 2,
-                     base_port + 10 * i + 3) for i in range(count)]
+    count = orderer_count(consensus)
+    hosts = orderer_hosts or [host]
+    orderers = [Node(f"orderer{i}", hosts[i % len(hosts)], base_port + 10 * i, base_port + 10 * i + 1,
+                     base_port + 10 * i + 2, base_port + 10 * i + 3) for i in range(count)]
     p = base_port + 10 * count
-    peer = Node("peer0", host, p, operations_port=p + 3, chaincode_port=p + 2)
-    return Layout(release, consensus, orderers, peer, f"{host}:{p + 5}")
+    peer_host = peer_host or host
+    peer = Node("peer0", peer_host, p, operations_port=p + 3, chaincode_port=p + 2)
+    return Layout(release, consensus, orderers, peer, f"{peer_host}:{p + 5}")
 
 
 # ------------------------------------------------------------------ paths in cryptogen's output

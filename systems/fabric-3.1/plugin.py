@@ -1,15 +1,29 @@
 """Fabric v3.1 (and v2.5, which extends it): the network's configuration by release is network.py; its
 smoke, a command of this system (``invoke system-command --system fabric-3.1 --name smoke``), smoke.py;
-no catalogue driver runs these systems yet (issue 33)."""
+the end-to-end driver (upstream.yaml ``drivers``) is playbooks/fabric3-end-to-end.yml over the roles
+fabric3_network (network_files.py on the controller), fabric3_orderer, fabric3_peer, fabric3_chaincode."""
 
 from harness.plugin_api import SystemPlugin
 
-from . import logs, smoke
+from . import logs, network_files, smoke
 
 
 class Plugin(SystemPlugin):
+    def role_variables(self, parameters: dict) -> dict:
+        # The network's ordering and block cutting (fabric3_network), and the load generator's bad creators
+        # and stale reads (mutation tests, docs/validity.md), counts of its transfers as for Fabric 1.2.
+        return {**super().role_variables(parameters),
+                **({"fabric3_network_consensus": parameters["ordering"]} if "ordering" in parameters else {}),
+                **({"fabric3_network_block_size": int(parameters["block_size"])} if "block_size" in parameters else {}),
+                **({"fabric3_network_batch_timeout_ms": int(parameters["batch_timeout_ms"])}
+                   if "batch_timeout_ms" in parameters else {}),
+                **({f"loadgen_{var}": round(float(parameters.get(name, 0)) * int(parameters["transactions"]))
+                    for var, name in (("corrupt_creator", "corrupt_creator_fraction"),
+                                      ("stale_read", "stale_read_fraction"))}
+                   if "transactions" in parameters else {})}
+
     def commands(self) -> list:
-        return [smoke.COMMAND]
+        return [smoke.COMMAND, network_files.COMMAND]
 
     def tables(self) -> list:
         # the peer's own per-block phase times (its log at INFO, no patch; logs.py)
