@@ -39,7 +39,7 @@ from pathlib import Path
 
 import yaml
 
-from . import REPO_ROOT, SCHEMA_VERSION, upstream
+from . import REPO_ROOT, SCHEMA_VERSION, upstream, user_refs
 from .analyze import analyze_run
 from .builds import build_kind, prepare
 from .catalogue import load_paper
@@ -299,7 +299,9 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
         saved = {k: os.environ.get(k) for k in STATIC_GO}
         os.environ.update(STATIC_GO)
         try:
-            prepare(choice, variant_systems(plan), source, log=log, builds_dir=KIT_BUILD / "upstream")
+            # a user's own commit of a system (--set fabric_ref=...; harness/user_refs.py), as reproduce builds it
+            prepare(choice, variant_systems(plan), source, log=log, builds_dir=KIT_BUILD / "upstream",
+                    pins=user_refs.pins(plan.points, choice.kind, source, None, log=log))
         finally:
             for k, v in saved.items():
                 os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
