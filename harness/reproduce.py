@@ -275,7 +275,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             if why and where != "local":
                 print(f"{experiment['id']}: provider {where} ({why})", file=stream)
             choice = build_choice(experiment, plan, kind, fallback, source, systems_dir, stream)
-            _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream)
+            _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream,
+                             built=((resumed.metadata.get("build") or {}).get("systems") if resume else None))
         except HarnessError as e:
             if len(experiments) == 1 or isinstance(e, preflight.PreflightError):
                 raise
@@ -384,11 +385,13 @@ def build_choice(experiment: dict, plan: Plan, kind: str, fallback: str | None, 
 
 
 def _check_and_build(provider, choice: Choice, plan: Plan, source: str, results: Path, systems_dir: Path | None,
-             pins: dict[str, dict] | None, stream) -> None:
-    """Check the ports, tools, build and disk (in seconds), then build what the points need."""
+             pins: dict[str, dict] | None, stream, built: dict | None = None) -> None:
+    """Check the ports, tools, build and disk (in seconds), then build what the points need (``built``: a
+    resumed run's builds, whose commits a user's ref keeps)."""
     preflight.check(provider, choice, plan, source, results, systems_dir)
     # a user's own commit of a system (--set fabric_ref=v2.5.12), resolved and its release checked before building
-    pins = {**user_refs.pins(plan.points, choice.kind, source, systems_dir, log=lambda line: print(line, file=stream)),
+    pins = {**user_refs.pins(plan.points, choice.kind, source, systems_dir, log=lambda line: print(line, file=stream),
+                             recorded=built),
             **(pins or {})}
     prepare(choice, variant_systems(plan), source, log=lambda line: print(line, file=stream),
             systems_dir=systems_dir, pins=pins)

@@ -50,15 +50,16 @@ def requested(points, systems_dir: Path | None = None) -> dict[str, dict]:
 
 
 def user_pin(system: str, ref: str, parameter: str, systems_dir: Path | None = None, root: Path = ROOT,
-             log=print) -> dict:
-    """The pin (``upstream.build``'s ``pin``) of ``ref`` for ``system``: its commit in the clone, the clone to
-    build from and, where the recipe names a release, the line the tree's release must be of (checked here
-    from the commit's file, and again by the build)."""
+             log=print, commit: str | None = None) -> dict:
+    """The pin (``upstream.build``'s ``pin``) of ``ref`` for ``system``: its commit in the clone (``commit``:
+    the one a resumed run recorded for it, where a branch may have moved since), the clone to build from and,
+    where the recipe names a release, the line the tree's release must be of (checked here from the commit's
+    file, and again by the build)."""
     systems_dir = Path(systems_dir or upstream.SYSTEMS)
     recipe = upstream.load_recipe(system, systems_dir)
     repo = clone(recipe, Path(root), log)
     try:
-        commit = resolve(repo, ref)
+        commit = resolve(repo, commit or ref)
     except HarnessError:
         raise HarnessError(f"{system}: {parameter}={ref} names no tag, branch or commit of {recipe['repository']} "
                            f"(its clone {repo})", hint=f"a tag such as {recipe.get('ref')}, a branch, or a commit") \
@@ -79,9 +80,10 @@ def user_pin(system: str, ref: str, parameter: str, systems_dir: Path | None = N
 
 
 def pins(points, kind: str, source: str, systems_dir: Path | None = None, root: Path = ROOT,
-         log=print) -> dict[str, dict]:
+         log=print, recorded: dict | None = None) -> dict[str, dict]:
     """``{system: pin}`` of every user's ref the points ask for (``requested``, ``user_pin``); {} for none.
-    ``kind`` is the run's build: a ref asks for the upstream build."""
+    ``kind`` is the run's build: a ref asks for the upstream build. ``recorded``: a resumed run's builds
+    (``metadata.json`` ``build.systems``): a system built at the same ref is built at the commit recorded."""
     asked = requested(points, systems_dir)
     if asked and kind != "upstream":
         named = ", ".join(f"{w['parameter']}={w['ref']}" for w in asked.values())
@@ -91,5 +93,11 @@ def pins(points, kind: str, source: str, systems_dir: Path | None = None, root: 
         named = ", ".join(f"{w['parameter']}={w['ref']}" for w in asked.values())
         raise HarnessError(f"{named}: a user's ref is built from git, not from a snapshot",
                            hint="use --source auto or --source git")
-    return {system: user_pin(system, want["ref"], want["parameter"], systems_dir, root, log)
-            for system, want in asked.items()}
+    out = {}
+    for system, want in asked.items():
+        before = (recorded or {}).get(system) or {}
+        commit = before.get("commit") if before.get("ref") == want["ref"] else None
+        if commit:
+            log(f"upstream {system}: {want['parameter']}={want['ref']} at {commit[:12]}, as the run recorded it")
+        out[system] = user_pin(system, want["ref"], want["parameter"], systems_dir, root, log, commit=commit)
+    return out

@@ -178,3 +178,20 @@ def test_the_real_systems_refuse_another_line_naming_each_other(fabric, monkeypa
         pin("fabric-2.5", "v3.1.2")
     with pytest.raises(HarnessError, match=r"use system fabric-2\.5, which builds 2\.5\.x"):
         pin("fabric-3.1", "v2.5.13")
+
+
+def test_a_resumed_run_keeps_the_commit_it_recorded_for_a_moving_branch(fabric):
+    root, log = fabric["systems"], (lambda line: None)
+    points = _points("toy-2.5", "release-2.5")
+    first = user_refs.pins(points, "upstream", "auto", root, root=fabric["clones"], log=log)["toy-2.5"]
+    assert first["commit"] == fabric["commits"]["2.5.13"]
+    git(fabric["repo"], "branch", "-f", "release-2.5", fabric["commits"]["2.5.12"])  # the branch moves on
+    recorded = {"toy-2.5": {"ref": "release-2.5", "commit": first["commit"], "release": "2.5.13"}}
+    again = user_refs.pins(points, "upstream", "auto", root, root=fabric["clones"], log=log, recorded=recorded)
+    assert again["toy-2.5"]["commit"] == first["commit"] and again["toy-2.5"]["ref"] == "release-2.5"
+    # a fresh run takes the branch where it is now; a recorded build of another ref does not pin it
+    assert user_refs.pins(points, "upstream", "auto", root, root=fabric["clones"], log=log)["toy-2.5"]["commit"] \
+        == fabric["commits"]["2.5.12"]
+    other = {"toy-2.5": {"ref": "v2.5.13", "commit": first["commit"]}}
+    assert user_refs.pins(points, "upstream", "auto", root, root=fabric["clones"], log=log,
+                          recorded=other)["toy-2.5"]["commit"] == fabric["commits"]["2.5.12"]
