@@ -197,6 +197,25 @@ def static_commands(names: list[str], log=print) -> Path:
     return out
 
 
+def stripped(carried: dict[str, Path], cache: Path) -> dict[str, Path]:
+    """``carried`` with every ELF binary replaced by a copy without symbols (``strip --strip-all``; the
+    code is the same, the file about a third smaller), made under ``cache``. Without ``strip``, as is."""
+    strip = shutil.which("strip")
+    if strip is None:
+        return carried
+    out = {}
+    for arc, src in carried.items():
+        if src.is_file() and elf_linking(src):
+            dest = cache / arc
+            if not dest.is_file() or dest.stat().st_mtime < src.stat().st_mtime:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                subprocess.run([strip, "--strip-all", "-o", str(dest), str(src)], check=True)
+            out[arc] = dest
+        else:
+            out[arc] = src
+    return out
+
+
 def harness_modules() -> list[Path]:
     """The harness's files the target runs: ``harness.kit_run`` and every harness module it imports,
     found by importing it in a fresh interpreter where pandas, numpy, pyarrow, matplotlib and jsonschema
@@ -269,12 +288,14 @@ exec "$here/venv/bin/python" -s -m harness.kit_run "$@"
 def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smoke", build: str = "reference",
               overrides: dict | None = None, repeat: int | None = None, variants: list[str] | None = None,
               controls: bool = True, python: str | None = None, max_bytes: int = MAX_BYTES,
-              preset: int = 6, source: str = "auto", log=print) -> dict:
+              preset: int = 9, source: str = "auto", log=print) -> dict:
     """Build the kit of one experiment into ``out`` (a ``.tar.xz``) and return its manifest (``kit.json``).
 
     The plan is ``invoke reproduce``'s for the same options (``reproduce.plan_experiments``), on the
     local provider. ``python`` is the target's Python (MAJOR.MINOR; default this one's). Refuses,
-    naming them, components a kit cannot carry, and a kit larger than ``max_bytes``.
+    naming them, components a kit cannot carry, and a kit larger than ``max_bytes``. ``preset`` is xz's
+    (9: a 64 MiB window, in which the near-identical commands of several upstream builds compress to
+    one; the tests take 0, which is fast).
     """
     from .reproduce import build_choice, not_deployed, plan_experiments, skip_reason, variant_switches, \
         variant_systems
@@ -335,6 +356,7 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
                            hint="a kit takes static binaries only (CGO_ENABLED=0)")
     for path, arc in build_paths.items():
         carried[f"{arc}/build.json"] = Path(path) / "build.json"
+    carried = stripped(carried, KIT_BUILD / "stripped")
 
     git = git_state()
     build_meta = choice.metadata(variant_switches(plan))
@@ -361,8 +383,9 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
         "wheels": wheel_files, "requirements": wheel_requirements(py),
         "binaries": {arc: {"sha256": _sha256(src), "bytes": src.stat().st_size}
                      for arc, src in sorted(carried.items()) if src.is_file() and elf_linking(src)},
-        "not_carried": {"per-host metrics": "Prometheus and node-exporter (dynamically linked here): the kit "
-                                            "runs them only where the target has them on PATH"},
+        "binaries_stripped": shutil.which("strip") is not None,
+        "not_carried": {"per-host metrics": "Prometheus and node-exporter (dynamically linked here, and storing "
+                                            "their series needs pandas): a kit's run has none"},
     }
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -382,7 +405,8 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
         _add_tree(tar, REPO_ROOT / "playbooks", "kit/playbooks")
         for folder in sorted([*(REPO_ROOT / "systems").glob("*/roles"), *(REPO_ROOT / "systems").glob("*/playbooks")]):
             _add_tree(tar, folder, "kit/" + folder.relative_to(REPO_ROOT).as_posix())
-        for arc, src in sorted(carried.items()):
+        # like files side by side (the same command of several builds), within the compressor's window
+        for arc, src in sorted(carried.items(), key=lambda kv: (Path(kv[0]).name, kv[0])):
             _add_tree(tar, src, f"kit/{arc}")
         for name in wheel_files:
             _add_tree(tar, wheels / name, f"kit/wheels/{name}")

@@ -24,7 +24,9 @@ APT_PACKAGES = ["protobuf-compiler", "libprotobuf-dev", "prometheus", "prometheu
                 # the system Python that Ansible runs modules with on netns hosts, and the tests' bin/ double, read YAML
                 "python3-yaml",
                 # the report's browser check: headless Chromium loads the rendered HTML (test_report_browser.py)
-                "chromium"]
+                "chromium",
+                # invoke kit: strip carries the binaries without symbols; venv makes the tests' bare Python
+                "binutils", "python3-venv"]
 GO_TOOLS = {"protoc-gen-go": "google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11",
             "protoc-gen-go-grpc": "google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1"}
 
