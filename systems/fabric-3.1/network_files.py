@@ -83,7 +83,7 @@ def _run(argv: list) -> None:
 def write(spec: dict) -> dict:
     """Write the network's files (see the module's doc) and return ``network.json``'s content."""
     build, out = Path(spec["build"]), Path(spec["out"])
-    net = net_config.layout(spec["release"], spec["consensus"], base_port=int(spec.get("base_port", 27050)),
+    net = net_config.layout(spec["release"], spec["ordering"], base_port=int(spec.get("base_port", 27050)),
                             orderer_hosts=spec["orderer_hosts"], peer_host=spec["peer_host"])
     net.block_size = int(spec.get("block_size", net.block_size))
     net.batch_timeout = spec.get("batch_timeout", net.batch_timeout)
@@ -117,7 +117,7 @@ def write(spec: dict) -> dict:
     shutil.copyfile(crypto / net_config.peer_dir(net.peer) / "tls" / "ca.crt", client / "tls" / "peer-ca.crt")
     shutil.copyfile(crypto / net_config.orderer_dir(net.orderers[0]) / "tls" / "ca.crt",
                     client / "tls" / "orderer-ca.crt")
-    doc = {"release": net.release, "consensus": net.consensus, "channel": net.channel,
+    doc = {"release": net.release, "ordering": net.consensus, "channel": net.channel,
            "block_size": net.block_size, "batch_timeout": net.batch_timeout,
            "orderers": [{"name": o.name, "host": o.host, "address": o.address, "port": o.port,
                          "admin_address": f"{o.host}:{o.admin_port}",
@@ -135,7 +135,7 @@ def write(spec: dict) -> dict:
 
 def main(argv: list, tools) -> int:
     ap = argparse.ArgumentParser(prog="network-files", description=__doc__.splitlines()[0])
-    ap.add_argument("spec", help="JSON: release, consensus, build, orderer_hosts, peer_host, node_dirs, out, "
+    ap.add_argument("spec", help="JSON: release, ordering (etcdraft or BFT), build, orderer_hosts, peer_host, node_dirs, out, "
                                  "[base_port, block_size, batch_timeout]")
     args = ap.parse_args(argv)
     spec = json.loads(Path(args.spec).read_text())
