@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -78,7 +79,7 @@ def kit_run(tmp_path_factory, request):
     shutil.copy2(archive, kept)
     ingested = ingest(archive, results=base / "results-kit", log=lambda _: None)
     return SimpleNamespace(base=base, manifest=manifest, target=target, proc=proc, pandas=pandas,
-                           archive=kept, ingested=ingested, local=local)
+                           archive=kept, ingested=ingested, local=local, python=python)
 
 
 def _point(run: Run) -> dict:
@@ -190,3 +191,37 @@ def test_ingest_refuses_bad_archives_and_stores_nothing(kit_run, tmp_path):
         ingest(kit_run.archive, results=kit_run.base / "results-kit", log=lambda _: None)
     stored = [p for p in (kit_run.base / "results-kit" / EXPERIMENT[0] / EXPERIMENT[1]).iterdir()]
     assert [p.name for p in stored] == [kit_run.ingested.id]
+
+
+@pytest.mark.network
+@needs_tools
+def test_an_interrupted_kit_run_stays_marked_interrupted_with_its_logs(kit_run, tmp_path, request):
+    """SIGTERM while the point runs: the teardown still runs, the run stays in kit/results/ marked
+    interrupted with its logs, run.tar.gz is written all the same (exit 1), nothing is left running, and
+    ingest stores it as the interrupted run it is."""
+    from harness.kit import ingest
+    target = tmp_path / "target"
+    target.mkdir()
+    with tarfile.open(kit_run.base / "kit.tar.xz") as tar:
+        tar.extractall(target, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
+    kit_dir = target / "kit"
+    with network_lock(request.config):
+        proc = subprocess.Popen([str(kit_dir / "run"), "--python", str(kit_run.python)], env={"PATH": CLEAN_PATH},
+                                cwd=target, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 120
+        while not list(kit_dir.glob("results/*/*/*/points/*/logs/ansible-run.log")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
+            time.sleep(0.2)
+        time.sleep(1)
+        proc.terminate()
+        out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 1, out[-3000:]
+    (run_dir,) = [p for p in (kit_dir / "results" / EXPERIMENT[0] / EXPERIMENT[1]).iterdir() if not p.is_symlink()]
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["status"] == "interrupted", meta["reason"]
+    (point,) = (run_dir / "points").iterdir()
+    assert (point / "logs" / "ansible-run.log").is_file() and (point / "logs" / "ansible-teardown.log").is_file()
+    assert json.loads((point / "measurement.json").read_text())["status"] == "interrupted"
+    assert str(kit_dir) not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    run = ingest(kit_dir / "run.tar.gz", results=tmp_path / "results", log=lambda _: None)
+    assert run.metadata["status"] == "interrupted" and _point(run)["status"] == "interrupted"
