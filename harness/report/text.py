@@ -97,7 +97,8 @@ def caption(run_meta: dict, summary: dict, resolved: dict, cores=None) -> str:
     which = (f"{len(runs)} runs pooled ({', '.join(runs)}; newest {run_meta['status']})" if pooled
              else f"run {run_meta['run_id']} ({run_meta['status']})")
     return (f"Build: {build_text(run_meta)}; provider: {run_meta.get('provider')}; "
-            f"{cores_text(cpus.host_usable(host) if cores is None else cores)} ({host.get('cpu_model')}); "
+            f"{cores_text(cpus.host_usable(host) if cores is None else cores)} ({host.get('cpu_model')}"
+            + (f", host {host.get('hostname')}, measured through a kit" if run_meta.get("kit") else "") + "); "
             f"scale: {run_meta.get('scale')}; "
             f"{which}, {pts['complete']} of {pts['total']} points complete, "
             + ("their repetitions pooled per configuration (n in the table). " if pooled

@@ -108,8 +108,12 @@ def test_a_kit_measures_in_a_clean_environment_what_a_local_run_measures(kit_run
     assert kit.metadata["build"]["kind"] == "reference" and kit.metadata["git"] == kit_run.manifest["git"]
     assert kit.metadata["tool_versions"]["pandas"] is None  # measured without it
     assert "before_points" in kit.metadata["primitives"] and "after_points" in kit.metadata["primitives"]
-    # the same analysis: the run's summary pools its point as a local run's does
+    # the same analysis: the run's summary and the report, whose caption names the host
     assert json.loads((kit.path / "summary.json").read_text())["points"]
+    from harness.report import render_paper
+    render_paper(EXPERIMENT[0], results=kit_run.base / "results-kit", reports=kit_run.base / "reports-kit")
+    report = (kit_run.base / "reports-kit" / EXPERIMENT[0] / "report.md").read_text()
+    assert f"host {kit.metadata['host']['hostname']}, measured through a kit" in report
 
 
 @pytest.mark.network
