@@ -219,13 +219,14 @@ def runs(c, paper=None):
     "repeat": "repetitions per configuration (overrides the scale's)",
     "set": "override a parameter: name=value, or name=a,b to sweep (repeatable)",
     "variant": "only this variant (repeatable; default: every runnable one)",
-    "build": "reference (default: this repository's Go build) or upstream (the published code), linked statically",
+    "build": "upstream (the published code), reference (this repository's Go build) or auto (default: as "
+             "invoke reproduce chooses); linked statically",
     "python": "the target's Python, MAJOR.MINOR (default: this machine's); the wheelhouse is for it",
     "control": "a control point first where the driver can corrupt transactions (default on)",
     "max_mib": "refuse a kit larger than this (default 48 MiB)",
 })
 def kit(c, paper=None, experiment=None, out="kit.tar.xz", scale="smoke", repeat=None, set=None, variant=None,
-        build="reference", python=None, control=True, max_mib=48):
+        build="auto", python=None, control=True, max_mib=48):
     """Build a measurement kit of one experiment for a host without the harness (README, "Measure on a host
     without internet"); on the target: tar xJf kit.tar.xz && ./kit/run."""
     from harness.config import parse_assignments, parse_value

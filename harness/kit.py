@@ -35,6 +35,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import yaml
@@ -236,14 +237,16 @@ def harness_modules() -> list[Path]:
 
 # ---------------------------------------------------------------- building a kit
 
-def _point_entry(point, choice, build_paths: dict, systems_dir: Path | None) -> dict:
+def _point_entry(point, choice, build_paths: dict) -> dict:
+    """A point of ``plan.json``: the point, its driver spec, its builds' paths in the kit, its role
+    variables and the watcher's patterns, all as ``runner.run_point`` would give them."""
     spec = choice.driver_spec(point.variant, point.system)
     companions = {s: build_paths[str(b.path)] for s, b in choice.companions.get(point.variant, {}).items()}
     up = choice.builds.get(point.variant)
     return {"point": point.to_dict(), "spec": spec,
             "upstream_dir": build_paths[str(up.path)] if up else None, "companion_dirs": companions,
-            "role_variables": role_variables(point, list(companions), systems_dir),
-            "fatal_patterns": fatal_patterns(point.system, systems_dir or VALIDITY_SYSTEMS)}
+            "role_variables": role_variables(point, list(companions)),
+            "fatal_patterns": fatal_patterns(point.system, VALIDITY_SYSTEMS)}
 
 
 def _add_tree(tar: tarfile.TarFile, src: Path, arc: str) -> None:
@@ -285,7 +288,7 @@ exec "$here/venv/bin/python" -s -m harness.kit_run "$@"
 """
 
 
-def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smoke", build: str = "reference",
+def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smoke", build: str = "auto",
               overrides: dict | None = None, repeat: int | None = None, variants: list[str] | None = None,
               controls: bool = True, python: str | None = None, max_bytes: int = MAX_BYTES,
               preset: int = 9, source: str = "auto", log=print) -> dict:
@@ -370,7 +373,7 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
         "driver_layouts": [{c: ([r] if isinstance(r, str) else list(r)) for c, r in spec["placement"].items()}
                            for spec in [*choice.drivers.values(), *choice.variant_drivers.values()]],
         "largest_cpus": largest_cpus(plan),
-        "points": [_point_entry(p, choice, build_paths, None) for p in plan.points],
+        "points": [_point_entry(p, choice, build_paths) for p in plan.points],
     }
     wheel_files = sorted(p.name for p in wheels.glob("*.whl"))
     manifest = {
@@ -489,7 +492,7 @@ def ingest(archive: Path, results: Path | None = None, log=print) -> Run:
                 staging = Path(tempfile.mkdtemp(prefix=".ingest-", dir=dest.parent))
                 for m in members:
                     tar.extract(m, staging, set_attrs=False, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
-            except (tarfile.TarError, OSError, EOFError, zlib_error(), json.JSONDecodeError, KeyError) as e:
+            except (tarfile.TarError, OSError, EOFError, zlib.error, json.JSONDecodeError, KeyError) as e:
                 raise HarnessError(f"{archive}: corrupt or incomplete archive ({type(e).__name__}: {e})") from None
         run_dir = staging / "run"
         problems = _check_files(run_dir, manifest["files"])
@@ -513,12 +516,6 @@ def ingest(archive: Path, results: Path | None = None, log=print) -> Run:
     log(f"ingested {archive} -> {dest} (measured on {run.metadata['host'].get('hostname')}, "
         f"status {run.metadata['status']})")
     return run
-
-
-def zlib_error():
-    """The error class of a corrupt gzip stream."""
-    import zlib
-    return zlib.error
 
 
 def _check_files(run_dir: Path, files: dict[str, str]) -> list[str]:
