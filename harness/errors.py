@@ -1,5 +1,7 @@
 """User-facing errors: a message a person can act on, without a traceback."""
 
+from __future__ import annotations
+
 
 class HarnessError(Exception):
     """An error caused by input or environment, reported as one clear message.

@@ -63,9 +63,11 @@ MAX_BYTES = 48 * 2**20
 TARGET_TOOLS = {"bash", "sh", "python3"}
 #: The target's Python: the oldest a kit serves, and the harness's Ansible pin by the target's Python
 #: (ansible-core 2.19, requirements.txt, runs on Python >= 3.11; older Pythons get the newest line they
-#: can run, recorded in the kit and in each run's ``tool_versions``).
+#: can run, recorded in the kit and in each run's ``tool_versions``, with the dependencies it names under an
+#: environment marker for that Python, which ``pip download`` judges by this interpreter's version).
 OLDEST_PYTHON = (3, 9)
-OLDER_ANSIBLE = {(3, 9): "ansible-core>=2.15,<2.16", (3, 10): "ansible-core>=2.17,<2.18"}
+OLDER_ANSIBLE = {(3, 9): ["ansible-core>=2.15,<2.16", "importlib-resources>=5.0,<5.1"],
+                 (3, 10): ["ansible-core>=2.17,<2.18"]}
 #: The packages of the wheelhouse, pinned as requirements.txt pins them (where the target's Python allows).
 WHEEL_PACKAGES = ("ansible-core", "mitogen", "pyyaml", "jinja2")
 #: Go commands are linked statically for a kit (no C library of this machine's inside).
@@ -145,9 +147,10 @@ def wheel_requirements(python: tuple[int, int]) -> list[str]:
         name, sep, version = line.split("#")[0].strip().partition("==")
         if sep and name.lower() in WHEEL_PACKAGES:
             pins[name.lower()] = f"{name}=={version}"
-    if python in OLDER_ANSIBLE:
-        pins["ansible-core"] = OLDER_ANSIBLE[python]
-    return [pins[name] for name in WHEEL_PACKAGES if name in pins] + ["pip"]
+    older = OLDER_ANSIBLE.get(python, [])
+    if older:
+        pins["ansible-core"] = older[0]
+    return [pins[name] for name in WHEEL_PACKAGES if name in pins] + older[1:] + ["pip"]
 
 
 def wheelhouse(python: tuple[int, int], log=print) -> Path:
