@@ -232,3 +232,25 @@ def test_an_interrupted_kit_run_stays_marked_interrupted_with_its_logs(kit_run, 
     assert str(kit_dir) not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     run = ingest(kit_dir / "run.tar.gz", results=tmp_path / "results", log=lambda _: None)
     assert run.metadata["status"] == "interrupted" and _point(run)["status"] == "interrupted"
+
+
+def test_the_measuring_half_imports_without_analysis_libraries_and_parses_as_python_3_9():
+    """What a kit carries of the harness (``harness_modules``: harness/kit_run.py and its imports, found where
+    pandas, numpy, pyarrow, matplotlib and jsonschema cannot be imported) is Python 3.9 syntax, and a module
+    with ``X | Y`` annotations postpones them (a kit's target may have Python 3.9)."""
+    import ast
+    from harness.kit import harness_modules
+    modules = harness_modules()
+    names = {m.relative_to(REPO_ROOT).as_posix() for m in modules}
+    assert {"harness/kit_run.py", "harness/measure.py", "harness/deploy.py", "harness/watch.py"} <= names
+    assert not names & {"harness/analyze.py", "harness/collect.py", "harness/validity.py", "harness/report/__init__.py"}
+    for module in modules:
+        tree = ast.parse(module.read_text(), str(module), feature_version=(3, 9))
+        postponed = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+                        and any(a.name == "annotations" for a in n.names) for n in tree.body)
+        annotations = [n.annotation for n in ast.walk(tree) if isinstance(n, (ast.arg, ast.AnnAssign)) and n.annotation]
+        annotations += [n.returns for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and n.returns]
+        unions = [a for a in annotations if any(isinstance(x, ast.BinOp) and isinstance(x.op, ast.BitOr)
+                                                 for x in ast.walk(a))]
+        assert postponed or not unions, f"{module}: X | Y annotations without `from __future__ import annotations`"
