@@ -181,9 +181,10 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
     """
     if choice.kind != "upstream":
         return
+    cache = {"builds": builds_dir} if builds_dir else {}
     for variant, (system, switches) in variants.items():
         built = upstream.build(system, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log,
-                               switches=switches, pin=(pins or {}).get(system), builds=builds_dir or upstream.BUILDS)
+                               switches=switches, pin=(pins or {}).get(system), **cache)
         choice.builds[variant] = built
         if built.info.get("base"):  # the base system's tree: it runs with the base's driver
             spec = upstream_driver(built.info["base"], choice.driver, systems_dir)
@@ -199,7 +200,7 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
         # clients of FastFabric against Fabric v1.2.0's orderer), without flavours.
         for other in choice.driver_spec(variant, system).get("companions") or []:
             companion = upstream.build(other, source, systems_dir=systems_dir or upstream.SYSTEMS, log=log,
-                                       pin=(pins or {}).get(other), builds=builds_dir or upstream.BUILDS)
+                                       pin=(pins or {}).get(other), **cache)
             choice.companions.setdefault(variant, {})[other] = companion
             choice.variants[variant].setdefault("companions", {})[other] = {
                 k: v for k, v in companion.provenance().items() if k in ("system", "key", "path", "patches")}
