@@ -33,7 +33,7 @@ from pathlib import Path
 
 from . import REPO_ROOT, SCHEMA_VERSION, preflight
 from .errors import HarnessError, Interrupted
-from .measure import measure_point, measure_primitives, point_variables
+from .measure import MEASUREMENT, measure_point, measure_primitives, point_variables
 from .progress import Progress
 from .providers.local import LocalProvider
 from .resources import NODE_EXPORTER, PROMETHEUS
@@ -70,15 +70,20 @@ def check(plan: dict, provider: LocalProvider, results: Path) -> None:
         raise preflight.PreflightError(found)
 
 
-def measure(plan: dict, kit: dict, results: Path, progress_stream=None) -> Run:
-    """Run the plan's points into a new run under ``results`` and return it (its status recorded)."""
+def measure(plan: dict, kit: dict, results: Path, resume: bool = False, progress_stream=None) -> Run:
+    """Run the plan's points into a new run under ``results`` and return it (its status recorded); with
+    ``resume``, the points the kit's last run has not measured to completion, in that run."""
     provider = LocalProvider(work_root=KIT / "build" / "work", bin_dir=KIT / "bin")
     check(plan, provider, results)
-    run = Run.create(results, plan["paper"], plan["experiment"], plan["resolved"], provider="local",
-                     build=plan["build"], seed=plan["seed"], git=kit["git"])
-    run.metadata["host"]["hostname"] = socket.gethostname()
-    run.metadata["kit"] = {k: kit[k] for k in ("kit_id", "made_utc", "made_on", "target", "requirements")}
-    run.save()
+    if resume:
+        run = last_run(results, plan)
+        run.resume()
+    else:
+        run = Run.create(results, plan["paper"], plan["experiment"], plan["resolved"], provider="local",
+                         build=plan["build"], seed=plan["seed"], git=kit["git"])
+        run.metadata["host"]["hostname"] = socket.gethostname()
+        run.metadata["kit"] = {k: kit[k] for k in ("kit_id", "made_utc", "made_on", "target", "requirements")}
+        run.save()
     stream = progress_stream or sys.stderr
     progress = Progress(len(plan["points"]), title=plan["experiment"]["id"], stream=stream,
                         log=run.path / "progress.log")
@@ -88,12 +93,29 @@ def measure(plan: dict, kit: dict, results: Path, progress_stream=None) -> Run:
         with run.lifecycle():
             _run_points(plan, run, provider, progress)
     except Interrupted:
-        progress.message("interrupted: the run stays in " + str(run.path))
+        progress.message(f"interrupted: the run stays in {run.path}; ./kit/run --resume continues it")
     except HarnessError as e:
         progress.message(f"{plan['experiment']['id']} failed: {e}")
     progress.message(f"{plan['experiment']['id']}: run {run.metadata['status']}"
                      + (f" ({run.metadata['reason']})" if run.metadata.get("reason") else ""))
     return run
+
+
+def last_run(results: Path, plan: dict) -> Run:
+    """The kit's run to resume (its ``latest``), refusing a complete one."""
+    latest = results / plan["paper"]["id"] / plan["experiment"]["id"] / "latest"
+    if not latest.exists():
+        raise HarnessError("--resume: this kit has no run to resume (kit/results/ is empty)")
+    run = Run.open(latest.resolve())
+    if run.metadata["status"] == "complete":
+        raise HarnessError(f"--resume: run {run.id} is complete")
+    return run
+
+
+def measured(run: Run, point_id: str) -> bool:
+    """Whether a point of ``run`` was measured to completion (its ``measurement.json``)."""
+    path = run.path / "points" / point_id / MEASUREMENT
+    return path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("status") == "complete"
 
 
 def _run_points(plan: dict, run: Run, provider: LocalProvider, progress: Progress) -> None:
@@ -110,11 +132,12 @@ def _run_points(plan: dict, run: Run, provider: LocalProvider, progress: Progres
                              "host_tuning": tuning, "topology_not_deployed": plan["topology_not_deployed"]})
         run.metadata["resources_not_monitored"] = NOT_MONITORED
         run.save()
-        progress.total, progress.done = len(plan["points"]), 0
+        todo = [entry for entry in plan["points"] if not measured(run, entry["point"]["id"])]
+        progress.total, progress.done = len(plan["points"]), len(plan["points"]) - len(todo)
         run.metadata.setdefault("primitives", {})["before_points"] = measure_primitives(provider.bin_dir)
         run.save()
         failed = 0
-        for entry in plan["points"]:
+        for entry in todo:
             point = entry["point"]
             progress.start(point["id"])
             run.keep_attempt(point["id"])
@@ -122,16 +145,17 @@ def _run_points(plan: dict, run: Run, provider: LocalProvider, progress: Progres
                                            KIT / entry["upstream_dir"] if entry["upstream_dir"] else None,
                                            {s: str(KIT / d) for s, d in entry["companion_dirs"].items()} or None),
                          **entry["role_variables"]}
-            measured = measure_point(run, point, entry["spec"], inventory, variables, entry["fatal_patterns"],
-                                     progress)
-            progress.finish(point["id"], measured["status"], measured.get("reason") or "measured",
-                            log=measured.get("log"))
-            if measured["status"] != "complete":
+            result = measure_point(run, point, entry["spec"], inventory, variables, entry["fatal_patterns"],
+                                   progress)
+            progress.finish(point["id"], result["status"], result.get("reason") or "measured",
+                            log=result.get("log"))
+            if result["status"] != "complete":
                 failed += 1
         run.metadata["primitives"]["after_points"] = measure_primitives(provider.bin_dir)
         run.save()
         if failed:
-            run.metadata["outcome"] = ("failed", f"{failed} of {len(plan['points'])} points failed")
+            run.metadata["outcome"] = ("failed", f"{failed} of {len(todo)} points failed; ./kit/run --resume "
+                                                 "re-runs them")
     finally:
         provider.down()
 
@@ -164,11 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     """``./kit/run``: measure the kit's plan here and write ``run.tar.gz``; 0 when the run completed."""
     parser = argparse.ArgumentParser(prog="./kit/run", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(KIT / "run.tar.gz"), help="the archive to write (default: kit/run.tar.gz)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the kit's last run (interrupted or failed) with the points it has not measured")
     args = parser.parse_args(argv)
     kit, plan = load("kit.json"), load("plan.json")
     results = KIT / "results"
     try:
-        run = measure(plan, kit, results)
+        run = measure(plan, kit, results, resume=args.resume)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -5,7 +5,7 @@ control point) is built once per module, unpacked in a fresh directory and run w
 PATH=/usr/bin:/bin`` and a Python without the harness's packages (a venv made ``--without-pip`` without
 site packages: pandas cannot be imported there); its ``run.tar.gz`` is ingested, and a local run of the
 same plan is made beside it. The tests compare the two and prove that ingest refuses bad archives
-without storing anything; a second copy of the kit is interrupted. About 50 s on 2 cores once the static
+without storing anything; a second copy of the kit is interrupted, then resumed. About 70 s on 2 cores once the static
 commands (Go's cache) and the wheelhouse (build/kit/wheels/) are there; the first time adds their build
 and download.
 """
@@ -232,6 +232,14 @@ def test_an_interrupted_kit_run_stays_marked_interrupted_with_its_logs(kit_run, 
     assert str(kit_dir) not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     run = ingest(kit_dir / "run.tar.gz", results=tmp_path / "results", log=lambda _: None)
     assert run.metadata["status"] == "interrupted" and _point(run)["status"] == "interrupted"
+    # --resume measures the point again in the same run, the interrupted attempt kept beside it
+    resumed = subprocess.run([str(kit_dir / "run"), "--resume"], env={"PATH": CLEAN_PATH}, cwd=target,
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert json.loads((run_dir / "metadata.json").read_text())["status"] == "complete"
+    assert (point / "attempts" / "1" / "measurement.json").is_file()
+    run = ingest(kit_dir / "run.tar.gz", results=tmp_path / "results-resumed", log=lambda _: None)
+    assert run.metadata["status"] == "complete" and _point(run)["status"] == "complete" and _point(run)["valid"]
 
 
 def test_the_measuring_half_imports_without_analysis_libraries_and_parses_as_python_3_9():
