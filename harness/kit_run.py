@@ -29,6 +29,7 @@ import shutil
 import socket
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 from . import REPO_ROOT, SCHEMA_VERSION, preflight
@@ -40,6 +41,8 @@ from .resources import NODE_EXPORTER, PROMETHEUS
 from .rundir import Run, write_json
 
 KIT = REPO_ROOT  # the kit's folder: harness/ sits in it as in the repository
+#: The longest path a Unix socket may have (sun_path, less its terminating NUL).
+SOCKET_PATH_MAX = 107
 #: Why a kit's run has no per-host metrics (``metadata.json`` ``resources_not_monitored``).
 NOT_MONITORED = ("a kit's run: Prometheus and node-exporter are not carried (dynamically linked), and storing "
                  "their series needs pandas")
@@ -65,6 +68,10 @@ def check(plan: dict, provider: LocalProvider, results: Path) -> None:
     tools = preflight.tool_problems("local", plan["layout"], False)
     found += [t for t in tools if not t.startswith((PROMETHEUS + " ", NODE_EXPORTER + " "))]
     found += preflight.disk_problems(plan["scale"], [results, provider.work_root])
+    sockets = Path(tempfile.gettempdir()) / "mitogen_unix_xxxxxxxx.sock"  # Mitogen's, in the kit's TMPDIR
+    if len(str(sockets)) > SOCKET_PATH_MAX:
+        found.append(f"the kit's folder {KIT} is too deep: Mitogen's sockets in it ({sockets}) would pass the "
+                     f"{SOCKET_PATH_MAX} characters a Unix socket's path may have; unpack it nearer the root")
     found += provider.cpus_problems(plan["largest_cpus"])
     if found:
         raise preflight.PreflightError(found)
