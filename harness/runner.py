@@ -24,6 +24,10 @@ Whatever happens (failure, a component's death, timeout, Ctrl-C),
 ``teardown.yml`` stops every process by its PID file and fetches logs and raw
 files into the point's directory (what the measured window collected is kept,
 as ``partial_metrics``), and the point gets a ``summary.json`` saying how it ended.
+
+The measuring (playbook, watcher, teardown, CPUs read back) is ``harness/measure.py``'s
+(``measurement.json``); ``analyze_point`` collects and analyses what it left, here or, for a
+measurement kit's run, after ``invoke ingest`` (harness/kit.py).
 """
 
 from __future__ import annotations
