@@ -22,7 +22,9 @@ CONSENSUS = {"2.5": ("etcdraft",), "3.1": ("etcdraft", "BFT")}
 
 @dataclass
 class Node:
-    """One orderer or peer: its name and ports on ``host`` (a loopback address on the local provider)."""
+    """One orderer or peer: its name and ports on ``host`` (the name or address others dial; a loopback
+    address on the local provider), listening on ``bind`` (the host's own address; ``host`` if not given:
+    a netns host resolves its own name to 127.0.1.1, which no other host reaches)."""
     name: str
     host: str
     port: int
@@ -30,6 +32,10 @@ class Node:
     admin_port: int = 0
     operations_port: int = 0
     chaincode_port: int = 0
+    bind: str = ""
+
+    def __post_init__(self):
+        self.bind = self.bind or self.host
 
     @property
     def address(self) -> str:
@@ -56,21 +62,24 @@ def orderer_count(consensus: str) -> int:
 
 
 def layout(release: str, consensus: str, host: str = "127.0.0.1", base_port: int = 27050,
-           orderer_hosts: list[str] | None = None, peer_host: str | None = None) -> Layout:
+           orderer_hosts: list[str] | None = None, peer_host: str | None = None,
+           orderer_binds: list[str] | None = None, peer_bind: str | None = None) -> Layout:
     """Each node's ports in a block of 10 from ``base_port`` (distinct even where nodes share a host, as
     on the local provider); every node on ``host`` unless ``orderer_hosts`` (orderer i on
-    ``orderer_hosts[i % len]``) or ``peer_host`` (the peer and its chaincode server) say otherwise."""
+    ``orderer_hosts[i % len]``) or ``peer_host`` (the peer and its chaincode server) say otherwise;
+    ``orderer_binds`` / ``peer_bind`` the addresses they listen on, in the same order (default: the host)."""
     if release not in RELEASES:
         raise ValueError(f"release {release!r}: one of {', '.join(RELEASES)}")
     if consensus not in CONSENSUS[release]:
         raise ValueError(f"Fabric v{release} orders with {', '.join(CONSENSUS[release])}, not {consensus!r}")
     count = orderer_count(consensus)
     hosts = orderer_hosts or [host]
+    binds = orderer_binds or hosts
     orderers = [Node(f"orderer{i}", hosts[i % len(hosts)], base_port + 10 * i, base_port + 10 * i + 1,
-                     base_port + 10 * i + 2, base_port + 10 * i + 3) for i in range(count)]
+                     base_port + 10 * i + 2, base_port + 10 * i + 3, bind=binds[i % len(binds)]) for i in range(count)]
     p = base_port + 10 * count
     peer_host = peer_host or host
-    peer = Node("peer0", peer_host, p, operations_port=p + 3, chaincode_port=p + 2)
+    peer = Node("peer0", peer_host, p, operations_port=p + 3, chaincode_port=p + 2, bind=peer_bind or peer_host)
     return Layout(release, consensus, orderers, peer, f"{peer_host}:{p + 5}")
 
 
@@ -200,19 +209,19 @@ def orderer_yaml(sample: dict, net: Layout, node: Node, crypto: str, data: str) 
     ca = f"{tls}/ca.crt"
     admin_ca = f"{crypto}/{orderer_admin_dir()}/tls/ca.crt"
     for key, value in {
-            "General.ListenAddress": node.host, "General.ListenPort": node.port,
+            "General.ListenAddress": node.bind, "General.ListenPort": node.port,
             "General.TLS.Enabled": True, "General.TLS.PrivateKey": f"{tls}/server.key",
             "General.TLS.Certificate": f"{tls}/server.crt", "General.TLS.RootCAs": [ca],
             "General.TLS.ClientAuthRequired": False,
-            "General.Cluster.ListenAddress": node.host, "General.Cluster.ListenPort": node.cluster_port,
+            "General.Cluster.ListenAddress": node.bind, "General.Cluster.ListenPort": node.cluster_port,
             "General.Cluster.ServerCertificate": f"{tls}/server.crt",
             "General.Cluster.ServerPrivateKey": f"{tls}/server.key",
             "General.Cluster.ClientCertificate": f"{tls}/server.crt",
             "General.Cluster.ClientPrivateKey": f"{tls}/server.key",
             "General.LocalMSPDir": f"{crypto}/{orderer_dir(node)}/msp", "General.LocalMSPID": ORDERER_MSP,
             "FileLedger.Location": f"{data}/ledger",
-            "Operations.ListenAddress": f"{node.host}:{node.operations_port}",
-            "Admin.ListenAddress": f"{node.host}:{node.admin_port}", "Admin.TLS.Enabled": True,
+            "Operations.ListenAddress": f"{node.bind}:{node.operations_port}",
+            "Admin.ListenAddress": f"{node.bind}:{node.admin_port}", "Admin.TLS.Enabled": True,
             "Admin.TLS.Certificate": f"{tls}/server.crt", "Admin.TLS.PrivateKey": f"{tls}/server.key",
             "Admin.TLS.ClientAuthRequired": True, "Admin.TLS.ClientRootCAs": [admin_ca],
             "ChannelParticipation.Enabled": True,
@@ -230,8 +239,8 @@ def core_yaml(sample: dict, net: Layout, node: Node, crypto: str, data: str, bui
     doc = copy.deepcopy(sample)
     d = f"{crypto}/{peer_dir(node)}"
     for key, value in {
-            "peer.id": f"{node.name}.{PEER_DOMAIN}", "peer.listenAddress": node.address,
-            "peer.address": node.address, "peer.chaincodeListenAddress": f"{node.host}:{node.chaincode_port}",
+            "peer.id": f"{node.name}.{PEER_DOMAIN}", "peer.listenAddress": f"{node.bind}:{node.port}",
+            "peer.address": node.address, "peer.chaincodeListenAddress": f"{node.bind}:{node.chaincode_port}",
             "peer.chaincodeAddress": f"{node.host}:{node.chaincode_port}",
             "peer.gossip.bootstrap": node.address, "peer.gossip.endpoint": node.address,
             "peer.gossip.externalEndpoint": node.address,
@@ -239,7 +248,7 @@ def core_yaml(sample: dict, net: Layout, node: Node, crypto: str, data: str, bui
             "peer.tls.key": {"file": f"{d}/tls/server.key"}, "peer.tls.rootcert": {"file": f"{d}/tls/ca.crt"},
             "peer.mspConfigPath": f"{d}/msp", "peer.localMspId": PEER_MSP,
             "peer.fileSystemPath": f"{data}/production",
-            "operations.listenAddress": f"{node.host}:{node.operations_port}",
+            "operations.listenAddress": f"{node.bind}:{node.operations_port}",
             "vm.endpoint": "",
             "chaincode.externalBuilders": [{"name": "ccaas", "path": builders}]}.items():
         _set(doc, key, value)

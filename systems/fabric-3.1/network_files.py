@@ -84,7 +84,8 @@ def write(spec: dict) -> dict:
     """Write the network's files (see the module's doc) and return ``network.json``'s content."""
     build, out = Path(spec["build"]), Path(spec["out"])
     net = net_config.layout(spec["release"], spec["ordering"], base_port=int(spec.get("base_port", 27050)),
-                            orderer_hosts=spec["orderer_hosts"], peer_host=spec["peer_host"])
+                            orderer_hosts=spec["orderer_hosts"], peer_host=spec["peer_host"],
+                            orderer_binds=spec.get("orderer_binds"), peer_bind=spec.get("peer_bind"))
     net.block_size = int(spec.get("block_size", net.block_size))
     net.batch_timeout = spec.get("batch_timeout", net.batch_timeout)
     dirs = spec["node_dirs"]
@@ -119,10 +120,10 @@ def write(spec: dict) -> dict:
                     client / "tls" / "orderer-ca.crt")
     doc = {"release": net.release, "ordering": net.consensus, "channel": net.channel,
            "block_size": net.block_size, "batch_timeout": net.batch_timeout,
-           "orderers": [{"name": o.name, "host": o.host, "address": o.address, "port": o.port,
+           "orderers": [{"name": o.name, "host": o.host, "bind": o.bind, "address": o.address, "port": o.port,
                          "admin_address": f"{o.host}:{o.admin_port}",
                          "tls_ca": f"{net_config.orderer_dir(o)}/tls/ca.crt"} for o in net.orderers],
-           "peer": {"name": net.peer.name, "host": net.peer.host, "address": net.peer.address,
+           "peer": {"name": net.peer.name, "host": net.peer.host, "bind": net.peer.bind, "address": net.peer.address,
                     "port": net.peer.port, "tls_ca": f"{net_config.peer_dir(net.peer)}/tls/ca.crt"},
            "orderer_admin_tls": f"{net_config.orderer_admin_dir()}/tls",
            "peer_admin_msp": f"{net_config.peer_admin_dir()}/msp",
@@ -136,7 +137,7 @@ def write(spec: dict) -> dict:
 def main(argv: list, tools) -> int:
     ap = argparse.ArgumentParser(prog="network-files", description=__doc__.splitlines()[0])
     ap.add_argument("spec", help="JSON: release, ordering (etcdraft or BFT), build, orderer_hosts, peer_host, node_dirs, out, "
-                                 "[base_port, block_size, batch_timeout]")
+                                 "[orderer_binds, peer_bind, base_port, block_size, batch_timeout]")
     args = ap.parse_args(argv)
     spec = json.loads(Path(args.spec).read_text())
     try:
