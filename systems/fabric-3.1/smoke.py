@@ -33,6 +33,10 @@ from . import network_files
 HERE = Path(__file__).resolve().parent
 BUILDER = HERE / "files" / "ccaas_builder"
 CC_NAME, CC_VERSION = network_files.CC_NAME, network_files.CC_VERSION
+#: Wait for the lifecycle transactions' commit up to 2 min, not the CLI's 30 s: on busy cores a BFT
+#: service's first blocks took 80 s, and a retry after a timeout orders the approval twice (the second
+#: DUPLICATE_TXID, whose private data the peer then waits 60 s for before the block commits).
+WAIT = ["--waitForEvent", "--waitForEventTimeout", "120s"]
 
 
 class Smoke:
@@ -198,12 +202,12 @@ class Smoke:
         self.wait_port(host, int(port), cc)
         common = ["--channelID", self.net.channel, "--name", CC_NAME, "--version", CC_VERSION, "--sequence", "1"]
         self.run([self.bin / "peer", "lifecycle", "chaincode", "approveformyorg", *self.orderer_flags(), *common,
-                  "--package-id", package_id, "--waitForEvent"], env=env, retries=5, delay=2,
+                  "--package-id", package_id, *WAIT], env=env, retries=5, delay=2,
                  # seen on BFT: the first attempt's approval committed, yet the CLI reported a failure
                  done_if="attempted to redefine uncommitted sequence (1) for namespace money-transfer with unchanged content")
         self.run([self.bin / "peer", "lifecycle", "chaincode", "commit", *self.orderer_flags(), *common,
                   "--peerAddresses", self.net.peer.address, "--tlsRootCertFiles", env["CORE_PEER_TLS_ROOTCERT_FILE"],
-                  "--waitForEvent"], env=env)
+                  *WAIT], env=env)
 
     def invoke(self, *args):
         env = self.admin_env()

@@ -101,6 +101,64 @@ POSITIVE = {
         "fatal error: concurrent map writes",
         f"{F12} [deliverclient] commitBlocks -> CRIT 1a0 Cannot commit block to the ledger due to ...",
     ],
+    # --- fabric-3.1 (hyperledger/fabric v3.1.5; fabric-2.5 takes these rules): lines of this repository's
+    # v3.1.5 runs (control points of table1-today-*, a BFT smoke) where the failure happened, else the
+    # source's format string with F31's prefix ---
+    # core/common/validation/msgvalidation.go:276; batch_preparer.go:217-218
+    ("fabric-3.1", "bad_creator_signature"): [
+        f"{F31} [protoutils] ValidateTransaction -> checkSignatureFromCreator returns err the supplied identity is not valid",
+        f"{F31} [validation] preprocessProtoBlock -> Channel [mychannel]: Block [5] Transaction index [0] TxId [4f2a] "
+        "marked as invalid by committer. Reason code [BAD_CREATOR_SIGNATURE]",
+    ],
+    # core/committer/txvalidator/v20/validator.go:330
+    ("fabric-3.1", "invalid_transaction"): [f"{F31} [committer.txvalidator] validateTx -> Invalid transaction with index 3"],
+    # real: a control point's forged endorsement (4 lines)
+    ("fabric-3.1", "endorsement_policy_failure"): [
+        "2026-11-28 16:46:05.172 UTC 2fdc WARN [vscc] Validate -> Endorsment policy failure error=\"validation of endorsement "
+        "policy for chaincode money-transfer in tx 43:3 failed: implicit policy evaluation failed - 0 sub-policies were satisfied\"",
+        "2026-11-28 16:01:42.836 UTC 2fd9 ERRO [vscc] Validate -> VSCC error: stateBasedValidator.Validate failed, err validation "
+        "of endorsement policy for chaincode money-transfer in tx 43:23 failed: implicit policy evaluation failed",
+        "2026-11-28 16:01:42.836 UTC 2fda ERRO [committer.txvalidator] validateTx -> Dispatch for transaction txId = 87b52f50 "
+        "returned error: validation of endorsement policy for chaincode money-transfer in tx 43:23 failed: implicit policy",
+        "2026-11-28 16:46:05.246 UTC 2ff1 WARN [validation] preprocessProtoBlock -> Channel [mychannel]: Block [43] Transaction "
+        "index [1] TxId [b0e4009e] marked as invalid by committer. Reason code [ENDORSEMENT_POLICY_FAILURE]",
+    ],
+    # core/committer/txvalidator/v20/validator.go:375; core/handlers/validation/builtin/v20/validation_logic.go:117
+    ("fabric-3.1", "vscc_error"): [
+        f"{F31} [committer.txvalidator] validateTx -> Dispatch for transaction txId = 4f2a returned error: "
+        "could not retrieve ledger for channel mychannel",
+        f"{F31} [vscc] Validate -> VSCC error: GetEnvelope failed, err proto: bad wiretype",
+    ],
+    # real: a control point's stale read
+    ("fabric-3.1", "mvcc_read_conflict"): [
+        "2026-11-28 16:46:05.391 UTC 3000 WARN [validation] validateAndPrepareBatch -> Block [44] Transaction index [45] TxId "
+        "[0922d1a2] marked as invalid by state validator. Reason code [MVCC_READ_CONFLICT]",
+    ],
+    # real: a BFT smoke whose lifecycle approval was ordered twice (validator.go:474)
+    ("fabric-3.1", "duplicate_txid"): [
+        "2026-11-28 17:28:14.350 UTC 0097 ERRO [committer.txvalidator] checkTxIdDupsLedger -> Duplicate transaction found,  "
+        "00fffabb67b40d88 , skipping",
+    ],
+    ("fabric-3.1", "invalid_other"): [
+        f"{F31} [validation] preprocessProtoBlock -> Channel [mychannel]: Block [5] Transaction index [1] TxId [4f2a] "
+        "marked as invalid by committer. Reason code [BAD_PAYLOAD]",
+    ],
+    ("fabric-3.1", "channel_not_found"): [
+        f"{F31} [committer.txvalidator] validateTx -> Dropping transaction for non-existent channel otherchannel",
+    ],
+    # real: a control point's bad creator, refused by the orderer
+    ("fabric-3.1", "orderer_rejected_broadcast"): [
+        "2026-11-28 16:46:05.094 UTC 00dc WARN [orderer.common.broadcast] ProcessMessage -> [channel: mychannel] Rejecting "
+        "broadcast of normal message from 127.0.0.1:43786 because of error: implicit policy evaluation failed",
+        f"{F31} [orderer.common.broadcast] ProcessMessage -> [channel: mychannel] Rejecting broadcast of message from "
+        "127.0.0.1:43786 with SERVICE_UNAVAILABLE: rejected by Consenter: no leader",
+    ],
+    ("fabric-3.1", "go_panic"): [
+        "panic: runtime error: invalid memory address or nil pointer dereference",
+        "fatal error: concurrent map writes",
+        "2026-11-24 10:00:00.000 UTC 0031 PANI [orderer.common.server] Main -> Failed validating bootstrap block",
+        "2026-11-24 10:00:00.000 UTC 0031 FATA [orderer.common.server] Main -> Failed to listen",
+    ],
     # --- fastfabric (cgorenflo/fabric @ fastfabric) ---
     # fabric_extension/persistence/ledger/kvledger/txmgmt/validator/statebasedval/state_based_validator.go:173/:210
     ("fastfabric", "mvcc_read_conflict"): [
