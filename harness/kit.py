@@ -22,7 +22,6 @@ than this one (delayed links).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import lzma
@@ -50,6 +49,7 @@ from .plan import add_controls, for_build, make_plan
 from .preflight import largest_cpus, role_preflight
 from .rundir import Run, git_state, iso, read_json, utc_now, write_json
 from .runner import analyze_point, role_variables
+from .upstream_source import sha256_file
 from .validity import fatal_patterns, SYSTEMS as VALIDITY_SYSTEMS
 
 #: What a kit and a kit's run say they are (``kit.json`` ``format``, ``kit-run.json`` ``format``).
@@ -387,7 +387,7 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
         "points": len(plan.points), "target": {"os": "linux", "machine": "x86_64",
                                                "python": f"{py[0]}.{py[1]}"},
         "wheels": wheel_files, "requirements": wheel_requirements(py),
-        "binaries": {arc: {"sha256": _sha256(src), "bytes": src.stat().st_size}
+        "binaries": {arc: {"sha256": sha256_file(src), "bytes": src.stat().st_size}
                      for arc, src in sorted(carried.items()) if src.is_file() and elf_linking(src)},
         "binaries_stripped": shutil.which("strip") is not None,
         "not_carried": {"per-host metrics": "Prometheus and node-exporter (dynamically linked here, and storing "
@@ -433,14 +433,6 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
 def host_settings_of(paper: dict) -> dict:
     """The kernel parameters the paper set on its hosts (``reproduce.host_settings`` of a run of it)."""
     return dict((paper.get("settings") or {}).get("sysctl") or {})
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 # ---------------------------------------------------------------- at home: a kit's run into the store
@@ -507,7 +499,7 @@ def ingest(archive: Path, results: Path | None = None, log=print) -> Run:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     run = Run.open(dest)
-    run.metadata["ingested"] = {"utc": iso(utc_now()), "archive": archive.name, "archive_sha256": _sha256(archive),
+    run.metadata["ingested"] = {"utc": iso(utc_now()), "archive": archive.name, "archive_sha256": sha256_file(archive),
                                 "measured_at": manifest["run_path"], "kit_id": manifest["kit_id"],
                                 "on": socket.gethostname()}
     run.save()
@@ -528,7 +520,7 @@ def _check_files(run_dir: Path, files: dict[str, str]) -> list[str]:
     for rel, digest in sorted(files.items()):
         if rel not in found:
             problems.append(f"{rel} is missing")
-        elif _sha256(run_dir / rel) != digest:
+        elif sha256_file(run_dir / rel) != digest:
             problems.append(f"{rel} differs from the target's")
     problems += [f"{rel} was not written by the target" for rel in sorted(found - set(files))]
     return problems
