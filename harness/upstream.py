@@ -431,28 +431,34 @@ def release_line(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
+def release_lines(spec: dict) -> list[str]:
+    """The lines a recipe's system configures (``toolchain.release.lines``; absent: its own release's line)."""
+    return list(spec.get("lines") or [release_line(spec["version"])])
+
+
 def pinned_release(recipe: dict, text: str, pin: dict, systems_dir: Path = SYSTEMS) -> str:
     """The release a tree at ``pin`` states (``text``: its ``toolchain.release`` file), checked against the
-    pin's ``release_line`` where it names one (a user's own ref, ``harness.user_refs``): a release of another
-    line is refused, naming the system that builds it."""
+    pin's ``release_lines`` where it names them (a user's own ref, ``harness.user_refs``): a release of
+    another line is refused, naming the system that builds it."""
     spec = recipe["toolchain"]["release"]
     found = stated_releases(spec, text)
     where = f"{pin.get('ref') or pin['commit'][:12]} ({pin['commit'][:12]})"
     if len(found) != 1:
         raise HarnessError(f"{recipe['system']}: {spec['file']} of {recipe['repository']} {where} sets "
                            f"{spec['variable']} to {', '.join(found) or 'nothing'}: no release to build")
-    release, line = found[0], pin.get("release_line")
-    if line and release_line(release) != line:
-        lines = {}
+    release, lines = found[0], pin.get("release_lines")
+    if lines and release_line(release) not in lines:
+        others = {}
         for other in systems_with_recipe(systems_dir):
             r = load_recipe(other, systems_dir)
             if r["repository"] == recipe["repository"] and (r["toolchain"].get("release") or {}).get("version"):
-                lines[other] = release_line(r["toolchain"]["release"]["version"])
-        fits = sorted(s for s, l in lines.items() if l == release_line(release))
+                others[other] = release_lines(r["toolchain"]["release"])
+        fits = sorted(s for s, ls in others.items() if release_line(release) in ls)
         use = (f"use system {' or '.join(fits)}, which builds {release_line(release)}.x" if fits else
                f"no system here builds {release_line(release)}.x ("
-               + ", ".join(f"{s}: {l}.x" for s, l in sorted(lines.items())) + ")")
-        raise HarnessError(f"{recipe['system']} builds and configures {recipe['repository']} {line}.x only, but "
+               + ", ".join(f"{s}: {', '.join(l + '.x' for l in ls)}" for s, ls in sorted(others.items())) + ")")
+        raise HarnessError(f"{recipe['system']} builds and configures {recipe['repository']} "
+                           f"{', '.join(l + '.x' for l in lines)} only, but "
                            f"{where} is release {release} ({spec['file']}'s {spec['variable']}): {use}")
     return release
 

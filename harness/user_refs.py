@@ -7,8 +7,8 @@ fabric-2.5's, ``fabric_ref``). For each system of a run whose points set it:
    ``invoke regress`` keeps (``build/regress/repos/``; the recipe's ``clone_url`` or GitHub, so git's
    ``url.<mirror>.insteadOf`` can point it at a mirror), fetched again each time;
 2. where the recipe names a release (``toolchain.release``: Fabric's Makefile ``FABRIC_VER``), the file at
-   that commit is read and its release must be of the system's line, the recipe release's major.minor
-   (fabric-2.5 builds 2.5.x, fabric-3.1 3.1.x: their configuration is written by release): another line is
+   that commit is read and its release must be of a line the system configures (``release.lines``, else
+   the recipe release's major.minor: their configuration is written by release): another line is
    refused, naming the system that builds it, before anything runs;
 3. the build is the recipe at that commit (``upstream.at_pin``: from git, its patches and toolchain, cached
    under ``build/upstream/<system>/<key>`` by the commit like any build), with the tree's release linked in;
@@ -67,7 +67,7 @@ def user_pin(system: str, ref: str, parameter: str, systems_dir: Path | None = N
     pin = {"commit": commit, "ref": ref, "clone_url": str(repo)}
     spec = recipe["toolchain"].get("release")
     if spec:
-        pin["release_line"] = upstream.release_line(spec["version"])
+        pin["release_lines"] = upstream.release_lines(spec)
         try:
             text = git(repo, "show", f"{commit}:{spec['file']}")
         except HarnessError:

@@ -82,7 +82,7 @@ def _build(f, pin, system="toy-2.5"):
 @pytest.mark.skipif(not shutil.which("go"), reason="needs go")
 def test_the_users_ref_reaches_the_build_its_release_read_from_the_tree(fabric):
     pin = _pin(fabric, "v2.5.12")
-    assert pin["commit"] == fabric["commits"]["2.5.12"] and pin["ref"] == "v2.5.12" and pin["release_line"] == "2.5"
+    assert pin["commit"] == fabric["commits"]["2.5.12"] and pin["ref"] == "v2.5.12" and pin["release_lines"] == ["2.5"]
     built = _build(fabric, pin)
     # the tree at the ref, with its own release linked in (not the recipe's 2.5.13)
     out = subprocess.run([str(built.bin_dir / "peer")], capture_output=True, text=True, check=True).stdout.split()
@@ -154,7 +154,7 @@ def test_fabric_31_and_25_take_fabric_ref():
         assert systems.plugin(system).upstream_ref({"fabric_ref": "v2.5.12"}) == \
             {"ref": "v2.5.12", "parameter": "fabric_ref"}
         assert systems.plugin(system).upstream_ref({}) is None
-        assert upstream.release_line(upstream.load_recipe(system)["toolchain"]["release"]["version"]) == line
+        assert upstream.release_lines(upstream.load_recipe(system)["toolchain"]["release"]) == [line]
     assert systems.plugin("fabric-1.2").upstream_ref({"fabric_ref": "v2.5.12"}) is None
 
 
