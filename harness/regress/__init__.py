@@ -88,10 +88,11 @@ from ..catalogue import list_papers, load_paper
 from ..errors import HarnessError
 from ..rundir import read_json, write_json
 from ..stats import ALPHA, LEVEL, MIN_CHANGE, min_points, smallest_p
-from .build import REFERENCE, tracked_system
+from .build import REFERENCE, tracked_system, upstream_variant
 from .git import commits_of, releases_of, store_keys
+from .lines import Router, line_systems, lines_of, ordering_of, segment
 from .page import beside_series, main_summary, render_html  # main_summary: for tasks.py
-from .run import Sampler, bisected, false_positives, series
+from .run import Sampler, bisected, boundaries, false_positives, series
 
 TEST = (f"two-sided Mann–Whitney U (exact permutation distribution) at alpha {ALPHA}, and a relative change "
         f"of the medians of at least {MIN_CHANGE:.0%}; effect: the ratio after/before (Hodges–Lehmann) with its "
@@ -103,7 +104,9 @@ TEST = (f"two-sided Mann–Whitney U (exact permutation distribution) at alpha {
 class Options:
     """What ``invoke regress`` was asked (the task's options of the same names; docs/regress.md)."""
 
-    system: str                 # reference, or a system with a recipe (systems/<system>/upstream.yaml)
+    #: reference, a system with a recipe (systems/<system>/upstream.yaml), or a line of such systems
+    #: (``fabric``: each commit built by the ``fabric-*`` system whose release lines cover it; lines.py)
+    system: str
     experiment: str             # [paper:]experiment
     commits: str | None = None  # A..B, or one commit (--batches)
     tags: str | None = None     # T1,T2,...: refs side by side, instead of commits
@@ -114,7 +117,7 @@ class Options:
     #: Measure every commit anew, never reusing a stored run (e.g. after a change of the machine, or when
     #: the stored runs were taken under a load the page should not rest on).
     fresh: bool = False
-    variant: str | None = None
+    variant: str | None = None  # across release lines: one variant id per system that has several, comma-separated
     #: Another metric of the experiment's points than its own (its page then lives in
     #: ``<experiment>--<metric>``), e.g. one the driver yields without an instrumentation patch.
     metric: str | None = None
@@ -147,14 +150,25 @@ def regress(system: str, experiment: str, commits: str | None = None, **options)
     paper, exp = find_experiment(opts.experiment)
     if opts.metric:  # another metric the driver yields, e.g. one that needs no instrumentation patch
         exp = {**exp, "metric": opts.metric}
-    tracked = tracked_system(system, exp, opts.variant, opts.repo, root, systems_dir,
-                             Path(opts.builds or upstream.BUILDS), log)
+    builds = Path(opts.builds or upstream.BUILDS)
+    recipes = line_systems(system, systems_dir) if system not in upstream.systems_with_recipe(systems_dir) else {}
+    route = None
+    if recipes:  # across release lines: each commit's system covers its release
+        route = Router(system, recipes, paper, exp, opts.scale, opts.variant, root, systems_dir, builds, log)
+        tracked = {"system": system, "repo": route.repo, "repository": route.repository, "variant": None,
+                   "driver": exp["driver"], "lines": lines_of(recipes)}
+    else:
+        tracked = tracked_system(system, exp, opts.variant, opts.repo, root, systems_dir, builds, log)
+        chosen = (None if system == REFERENCE else
+                  upstream_variant(system, exp, tracked["variant"], systems_dir))
+        tracked["segment"] = segment(system, chosen, exp,
+                                     chosen and ordering_of(paper, exp, chosen, opts.scale, systems_dir))
     repo = tracked["repo"]
     keyed = store_keys(repo, reference=system == REFERENCE)
     chosen = releases_of(repo, opts.tags.split(","), keyed) if opts.tags else commits_of(repo, opts.commits, keyed)
     doc = header(opts, paper, exp, tracked)
     sampler = Sampler(tracked, paper, exp, opts.scale, opts.repeat, opts.fresh, root,
-                      Path(opts.results or RESULTS / "regress") / system, log)
+                      Path(opts.results or RESULTS / "regress"), log, route)
     # the false-positive rate belongs to the system, experiment and metric: every page of them states it
     system_page = reports / system / (exp["id"] if not opts.metric else f"{exp['id']}--{opts.metric}")
     if opts.batches > 1:
@@ -167,6 +181,7 @@ def regress(system: str, experiment: str, commits: str | None = None, **options)
     if (system_page / "false_positives.json").is_file():
         doc["false_positives"] = read_json(system_page / "false_positives.json")
     doc["change_points"] = [r["sha"] for r in doc["commits"] if (r.get("vs_previous") or {}).get("changed")]
+    doc["boundaries"] = boundaries(doc["commits"])
     if opts.beside:
         doc["beside"] = beside_series(reports / opts.beside, doc, systems_dir)
     doc["not_measurable"] = {r["sha"]: r["not_measurable"] for r in doc["commits"] if r.get("not_measurable")}
@@ -182,9 +197,15 @@ def regress(system: str, experiment: str, commits: str | None = None, **options)
 def check(opts: Options, systems_dir: Path) -> None:
     """Refuse, naming why, what could not be built or could never call a change."""
     choices = [REFERENCE, *upstream.systems_with_recipe(systems_dir)]
-    if opts.system not in choices:
-        raise HarnessError(f"regress --system {opts.system!r}: not {REFERENCE} and no recipe "
-                           f"(systems/{opts.system}/upstream.yaml); choose one of {', '.join(choices)}")
+    lines = sorted({s.rsplit("-", 1)[0] for s in choices if "-" in s} - set(choices))
+    lines = [name for name in lines if line_systems(name, systems_dir)]
+    if opts.system not in choices + lines:
+        raise HarnessError(f"regress --system {opts.system!r}: not {REFERENCE}, no recipe "
+                           f"(systems/{opts.system}/upstream.yaml) and no line of systems that name their "
+                           f"releases; choose one of {', '.join(choices + lines)}")
+    if opts.system in lines and opts.repo:
+        raise HarnessError(f"regress --system {opts.system}: a line reads its systems' repository; --repo takes "
+                           "one system")
     check_sample_size(opts.repeat)
     if bool(opts.commits) == bool(opts.tags):
         raise HarnessError("regress: give --commits A..B (or one commit) or --tags T1,T2,..., not both")
@@ -222,6 +243,7 @@ def header(opts: Options, paper: str, experiment: dict, tracked: dict) -> dict:
             "alpha": ALPHA, "min_change": MIN_CHANGE, "level": LEVEL, "min_points": min_points(),
             "repo": str(tracked["repo"]), "repository": tracked.get("repository"), "variant": tracked.get("variant"),
             "metric_option": opts.metric, "driver": experiment["driver"],
+            **({"lines": tracked["lines"]} if tracked.get("lines") else {}),
             "commits_spec": opts.commits or f"--tags {opts.tags}", "fresh": opts.fresh,
             "load_average_start": os.getloadavg(), "cores": len(cpus.usable()), "commits": []}
 
@@ -235,5 +257,6 @@ def keep_false_positives(path: Path, doc: dict, commit: dict, opts: Options) -> 
         "schema_version": SCHEMA_VERSION, "commit": commit["sha"], "batches": opts.batches, "repeat": opts.repeat,
         "scale": opts.scale, "pairs": len(pairs), "flagged": sum(p.get("flagged", False) for p in pairs),
         "called": sum(p["changed"] for p in pairs), "flagged_rate": doc["flagged_rate"],
-        "false_positive_rate": doc["false_positive_rate"], "variant": doc["variant"],
+        "false_positive_rate": doc["false_positive_rate"],
+        "variant": doc["variant"] or (doc["commits"][0].get("segment") or {}).get("variant"),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})

@@ -39,8 +39,9 @@ def upstream_variant(system: str, experiment: dict, variant: str | None, systems
             f"no runnable variant {variant!r} of system {system}" if variant else
             f"{len(ours)} runnable variants of system {system}") + f" (variants of {system}: {names}); "
             "name one with --variant")
-    if upstream_driver(system, experiment["driver"], systems_dir) is None:
-        raise HarnessError(f"system {system} has no upstream driver {experiment['driver']!r} "
+    driver = ours[0].get("driver") or experiment["driver"]  # a variant may name its own (the catalogue's)
+    if upstream_driver(system, driver, systems_dir) is None:
+        raise HarnessError(f"system {system} has no upstream driver {driver!r} "
                            f"(systems/{system}/upstream.yaml drivers)")
     return ours[0]
 
@@ -57,7 +58,7 @@ def tracked_system(system: str, experiment: dict, variant: str | None, repo: Pat
     return {"system": system, "repo": Path(repo).resolve() if repo else clone(recipe, root, log),
             "repository": str(Path(repo).resolve()) if repo else recipe["repository"], "variant": chosen["id"],
             "switches": chosen.get("switches") or {},
-            "driver": experiment["driver"],
+            "driver": chosen.get("driver") or experiment["driver"],
             "systems_dir": systems_dir, "builds": builds}
 
 
@@ -65,8 +66,11 @@ def pin_of(tracked: dict, commit: dict) -> dict:
     """The pin that builds an upstream system's recipe at ``commit`` from the local clone, with the
     patches the experiment's driver needs (at every commit, the recipe's own included, so that one
     series builds every point)."""
-    return {"commit": commit["sha"], "ref": commit.get("ref"), "clone_url": str(tracked["repo"]),
-            "driver": tracked["driver"]}
+    pin = {"commit": commit["sha"], "ref": commit.get("ref"), "clone_url": str(tracked["repo"]),
+           "driver": tracked["driver"]}
+    if tracked.get("release_lines"):  # across release lines: the build checks the tree's release again
+        pin["release_lines"] = tracked["release_lines"]
+    return pin
 
 
 def build(tracked: dict, commit: dict, root: Path, log=print) -> tuple[Path, float]:

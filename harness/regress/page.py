@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import HarnessError
 from ..rundir import read_json
 from .build import REFERENCE
+from .lines import ordering_name
 
 
 def playbook_of(system: str, driver: str, systems_dir: Path | None = None) -> str | None:
@@ -60,6 +61,9 @@ def _figure(doc: dict) -> bytes:
                or rows[i]["sha"] == (doc.get("bisect") or {}).get("first_changed")]
     ax.scatter(changed, [rows[i]["median"] for i in changed], s=120, facecolors="none", edgecolors="tab:red",
                label="change point", zorder=3)
+    for i, r in enumerate(rows):
+        if r.get("boundary"):  # between this row and the measured one before it: no comparison across
+            ax.axvline(i - 0.5, color="tab:gray", linestyle="--", linewidth=1)
     lost = [i for i, r in enumerate(rows) if r.get("not_measurable")]
     if lost:
         ax.scatter(lost, [ax.get_ylim()[0]] * len(lost), marker="x", color="tab:gray", label="not measurable",
@@ -132,23 +136,40 @@ def _beside_note(doc: dict) -> str:
             "and no test compares them; each column's own comparisons are on its page.")
 
 
+def segment_text(row: dict) -> str:
+    """Where a commit was measured: its system, variant, ordering service and release."""
+    seg = row.get("segment") or {}
+    if not seg:
+        return ""
+    return (f"{seg['system']}" + (f", {seg['variant']}" if seg.get("variant") else "")
+            + (f", {ordering_name(seg['ordering'])}" if seg.get("ordering") else "")
+            + (f", release {row['release']}" if row.get("release") else ""))
+
+
 def _commit_rows(doc: dict, out: Path) -> tuple[list[str], list[str]]:
-    """The table's row per commit, and once per commit its details: message, diff stat and patches."""
+    """The table's row per commit, and once per commit its details: message, diff stat and patches; a
+    boundary's row before the commit after it."""
     esc = html.escape
     rows, details, seen = [], [], set()
     for r in doc["commits"]:
         anchor = f"c-{r['short']}"
         name = f"<a href=\"#{anchor}\"><code>{esc(r.get('ref') or r['short'])}</code></a>"
+        if r.get("boundary"):
+            b = r["boundary"]
+            rows.append(f"<tr class=boundary><td colspan=11>boundary: {esc(b['why'])} ("
+                        + esc("; ".join(f"{k} {x} → {y}" for k, (x, y) in b["changes"].items())) + ")</td></tr>")
+        where = esc(segment_text(r))
         if r.get("not_measurable"):
-            rows.append(f"<tr class=lost><td>{name}</td><td>{esc(r['subject'])}</td>"
+            rows.append(f"<tr class=lost><td>{name}</td><td>{esc(r['subject'])}</td><td>{where}</td>"
                         f"<td colspan=8>not measurable: {esc(r['not_measurable'])}</td></tr>")
         else:
             vs = r.get("vs_previous") or r.get("vs_first") or {}
-            verdict = "yes" if vs.get("changed") else "flagged, not confirmed" if vs.get("flagged") else ""
+            verdict = ("yes" if vs.get("changed") else "flagged, not confirmed" if vs.get("flagged") else
+                       "not compared" if r.get("boundary") else "")
             links = " ".join(f'<a href="{esc(os.path.relpath(p, out))}/summary.json">{esc(Path(p).name)}</a>'
                              for p in r["runs"])
             rows.append(f"<tr{' class=changed' if vs.get('changed') else ''}><td>{name}</td>"
-                        f"<td>{esc(r['subject'])}</td><td>{len(r['values'])}</td><td>{r['median']:.4g} "
+                        f"<td>{esc(r['subject'])}</td><td>{where}</td><td>{len(r['values'])}</td><td>{r['median']:.4g} "
                         f"[{r['low']:.4g}, {r['high']:.4g}] ({r['coverage']:.1%})</td>"
                         f"<td>{vs.get('p', '')}</td><td>{format(vs['relative_change'], '+.1%') if vs else ''}</td>"
                         f"<td>{esc(_effect(vs))}</td><td>{verdict}</td><td>{esc(_patches_text(r))}</td>"
@@ -188,6 +209,16 @@ def _notes(doc: dict, out: Path) -> str:
                   f"({esc(b['commits_spec'])}{', ' + esc(b['repository']) if b.get('repository') else ''}).</p>"
                   f"<table><tr><th>commit</th><th>{esc(doc['system'])}: {esc(doc['metric'])}</th>"
                   f"<th>{esc(b['system'])}: {esc(b['metric'])}</th></tr>{cells}</table>")
+    if doc.get("lines"):
+        extra += ("<p>Across release lines: each commit is built with the recipe of the system whose release "
+                  "lines cover its release (" + esc("; ".join(f"{s}: {', '.join(ls)}" for s, ls in doc["lines"].items()))
+                  + ") and measured with the experiment's variant of that system.</p>")
+    if doc.get("boundaries"):
+        extra += (f"<p>{len(doc['boundaries'])} boundary(ies): where the system, variant, driver or ordering service "
+                  "changes between two measured commits, no test compares them (a boundary row in the table); "
+                  "bisection never crosses one.</p>")
+    if (doc.get("bisect") or {}).get("boundary"):
+        extra += f"<p>Bisect refused: {esc(doc['bisect']['why'])}.</p>"
     lost = doc.get("not_measurable") or {}
     if lost:
         extra += f"<p>{len(lost)} commit(s) not measurable (reasons in the table); comparisons and bisection skip them.</p>"
@@ -201,10 +232,11 @@ def render_html(doc: dict, out: Path) -> str:
     rows, details = _commit_rows(doc, out)
     extra = _notes(doc, out)
     png = base64.b64encode(_figure(doc)).decode()
-    title = f"{doc['system']} build" + (f", variant {doc['variant']}" if doc.get("variant") else "")
+    title = (f"{doc['system']} build" + (f", variant {doc['variant']}" if doc.get("variant") else "")
+             + (f" (by release line: {', '.join(doc['lines'])})" if doc.get("lines") else ""))
     return f"""<!doctype html><meta charset="utf-8"><title>regress {esc(doc['experiment'])}</title>
 <style>body{{font-family:sans-serif;max-width:70em}} td,th{{padding:2px 8px;border-bottom:1px solid #ddd}}
-tr.changed{{background:#fdd}} tr.lost{{color:#777}}</style>
+tr.changed{{background:#fdd}} tr.lost{{color:#777}} tr.boundary td{{border-top:2px dashed #888;font-style:italic}}</style>
 <h1>{esc(title)}: {esc(doc['paper'])} / {esc(doc['experiment'])}</h1>
 <p>{esc(doc['metric'])} per commit ({esc(doc['commits_spec'])}{', ' + esc(doc['repository']) if doc.get('repository') else ''}),
 {doc['repeat']} points per commit at scale {esc(doc['scale'])} on {doc['cores']} cores (load average
@@ -214,7 +246,7 @@ each commit against the one before it that was measured (bisect: against the fir
 median's order statistics, and the ratio's Hodges–Lehmann interval, each with the coverage its sample size
 reaches (nominal {doc['level']:.0%}).</p>
 {extra}<figure><img alt="series" src="data:image/png;base64,{png}"></figure>
-<table><tr><th>commit</th><th>subject</th><th>n</th><th>median [interval]</th><th>p</th><th>relative change</th>
+<table><tr><th>commit</th><th>subject</th><th>measured with</th><th>n</th><th>median [interval]</th><th>p</th><th>relative change</th>
 <th>ratio [interval]</th><th>change</th><th>patches</th><th>runs</th></tr>
 {''.join(rows)}</table>
 <h2>Commits</h2>
@@ -225,8 +257,12 @@ reaches (nominal {doc['level']:.0%}).</p>
 def main_summary(doc: dict) -> str:
     """The lines ``invoke regress`` prints at the end."""
     lines = [f"test: {doc['test']}"]
+    if doc.get("lines"):
+        lines.append("release lines: " + "; ".join(f"{s} {', '.join(ls)}" for s, ls in doc["lines"].items()))
     for r in doc["commits"]:
-        name = r.get("ref") or r["short"]
+        name = (r.get("ref") or r["short"]) + (f"  ({segment_text(r)})" if doc.get("lines") and r.get("segment") else "")
+        if r.get("boundary"):
+            lines.append(f"--- boundary: {r['boundary']['why']}")
         if r.get("not_measurable"):
             lines.append(f"{name}  not measurable: {r['not_measurable']}")
             continue

@@ -16,6 +16,7 @@ from ..rundir import Run, read_json, run_cores
 from ..stats import compare, median_interval
 from .build import REFERENCE, NotMeasurable, build, pin_of, reference_variants
 from .git import describe, first_parent_line
+from .lines import boundary
 
 #: The machine's one-network-at-a-time lock (flock). Set FABRICREPRO_NETWORK_LOCK to another file, or to
 #: nothing when the caller already holds it (a test run under flock).
@@ -120,31 +121,47 @@ class Sampler:
     """Each commit's sample of the experiment's metric on the tracked system, and the change test between two.
 
     Commits of one store key built identical binaries: one sample (or one
-    reason it is not measurable) serves them all.
+    reason it is not measurable) serves them all. ``route(commit)`` is the
+    commit's tracked system (across release lines, ``lines.Router``: the
+    system that covers its release; else ``tracked`` for every commit), which
+    raises NotMeasurable where none covers it. Runs are stored under
+    ``store / <the commit's system>``.
     """
 
     def __init__(self, tracked: dict, paper: str, experiment: dict, scale: str, repeat: int, fresh: bool,
-                 root: Path, store: Path, log):
+                 root: Path, store: Path, log, route=None):
         self.tracked, self.paper, self.experiment = tracked, paper, experiment
         self.scale, self.repeat, self.fresh = scale, repeat, fresh
         self.root, self.store, self.log = root, store, log
+        self.route = route or (lambda commit: tracked)
         self.by_key: dict[str, dict] = {}
+
+    def segment(self, commit: dict) -> dict | None:
+        """The commit's segment (system, variant, driver, ordering service; ``lines.segment``), None where
+        no system covers it."""
+        try:
+            return self.route(commit).get("segment")
+        except NotMeasurable:
+            return None
 
     def measured(self, commit: dict, again: bool = False, repeat: int | None = None) -> dict:
         """The commit's row: its sample with the median's interval, or why it is not measurable.
         ``again``: a fresh sample even where its key has one."""
         if commit["key"] in self.by_key and not again:
             return {**self.by_key[commit["key"]], **commit, "reused": True}
+        where = {}
         try:
-            bin_dir, build_s = build(self.tracked, commit, self.root, self.log)
-            m = measure(self.tracked, commit, bin_dir, self.paper, self.experiment, self.scale,
-                        repeat or self.repeat, self.store, fresh=again or self.fresh)
+            tracked = self.route(commit)
+            where = {k: tracked[k] for k in ("segment", "release") if tracked.get(k)}
+            bin_dir, build_s = build(tracked, commit, self.root, self.log)
+            m = measure(tracked, commit, bin_dir, self.paper, self.experiment, self.scale,
+                        repeat or self.repeat, self.store / tracked["system"], fresh=again or self.fresh)
         except NotMeasurable as e:
             self.log(f"regress: {commit['short']} not measurable: {e}")
-            row = {**commit, "not_measurable": str(e), "values": [], "runs": []}
+            row = {**commit, **where, "not_measurable": str(e), "values": [], "runs": []}
             self.by_key[commit["key"]] = row
             return row
-        row = {**commit, **m, "build_seconds": round(build_s, 1), **median_interval(m["values"])}
+        row = {**commit, **where, **m, "build_seconds": round(build_s, 1), **median_interval(m["values"])}
         self.by_key[commit["key"]] = row
         self.log(f"regress: {commit['short']} {self.experiment['metric']} median {row['median']:.4g} over "
                  f"{len(m['values'])} points (build {build_s:.0f} s, run {m['seconds']:.0f} s, waited "
@@ -154,12 +171,13 @@ class Sampler:
     def alternating(self, a: dict, b: dict) -> tuple[list[float], list[float], list[str]]:
         """``repeat`` fresh points of each of a and b, in the order ab ba ab ...: drift hits both alike."""
         values, runs = {0: [], 1: []}, []
-        bin_dirs = [build(self.tracked, commit, self.root, self.log)[0] for commit in (a, b)]
+        tracked = [self.route(commit) for commit in (a, b)]
+        bin_dirs = [build(t, commit, self.root, self.log)[0] for t, commit in zip(tracked, (a, b))]
         with network_lock():
             for i in range(self.repeat):
                 for side in (0, 1) if i % 2 == 0 else (1, 0):
-                    m = measure(self.tracked, (a, b)[side], bin_dirs[side], self.paper, self.experiment,
-                                self.scale, 1, self.store, fresh=True)
+                    m = measure(tracked[side], (a, b)[side], bin_dirs[side], self.paper, self.experiment,
+                                self.scale, 1, self.store / tracked[side]["system"], fresh=True)
                     values[side] += m["values"]
                     runs += m["runs"]
         return values[0], values[1], runs
@@ -186,16 +204,31 @@ class Sampler:
 
 
 def series(sampler: Sampler, commits: list[dict]) -> list[dict]:
-    """Each commit's row, tested against the last one before it that was measured (``vs_previous``)."""
+    """Each commit's row, tested against the last one before it that was measured (``vs_previous``) where
+    both are of one segment; across a boundary (another system, variant, driver or ordering service) the row
+    says so instead (``boundary``: not compared)."""
     rows = [sampler.measured(c) for c in commits]
     before = None
     for row in rows:
         if row.get("not_measurable"):
             continue
         if before is not None:
-            row["vs_previous"] = sampler.tested(before, row)
+            crossed = boundary(before.get("segment"), row.get("segment"))
+            if crossed:
+                row["boundary"] = {**crossed, "after": before["sha"]}
+                sampler.log(f"regress: {before.get('ref') or before['short']} -> {row.get('ref') or row['short']} "
+                            f"{crossed['why']}")
+            else:
+                row["vs_previous"] = sampler.tested(before, row)
         before = row
     return rows
+
+
+def boundaries(rows: list[dict]) -> list[dict]:
+    """regress.json's ``boundaries``: each boundary between measured commits (the one before it, the one
+    after it, what changes)."""
+    return [{"before": r["boundary"]["after"], "after": r["sha"], "why": r["boundary"]["why"],
+             "changes": r["boundary"]["changes"]} for r in rows if r.get("boundary")]
 
 
 def false_positives(sampler: Sampler, commit: dict, batches: int) -> dict:
@@ -222,7 +255,8 @@ def false_positives(sampler: Sampler, commit: dict, batches: int) -> dict:
 def _search(line: list[dict], first: dict, sampler: Sampler, rows: list[dict]) -> tuple[int, int, list[str]]:
     """Binary search of one line for its first commit that differs from ``first``: the bounds (the last
     unchanged, the first changed; more than one apart when every commit between them is not measurable)
-    and the commits skipped as not measurable. Each row measured is appended to ``rows``."""
+    and the commits skipped as not measurable or across a boundary from ``first`` (never compared with it).
+    Each row measured is appended to ``rows``."""
     lo, hi = 0, len(line) - 1
     skipped = []
     while hi - lo > 1:
@@ -230,6 +264,11 @@ def _search(line: list[dict], first: dict, sampler: Sampler, rows: list[dict]) -
         # the midpoint, or if it is not measurable the nearest untested commit between the bounds
         for at in sorted(range(lo + 1, hi), key=lambda i: (abs(i - mid), i)):
             if line[at]["sha"] in skipped:
+                continue
+            crossed = boundary(first.get("segment"), sampler.segment(line[at]))
+            if crossed:
+                sampler.log(f"regress: {line[at]['short']} skipped: {crossed['why']}")
+                skipped.append(line[at]["sha"])
                 continue
             row = sampler.measured(line[at])
             rows.append(row)
@@ -266,6 +305,14 @@ def bisected(commits: list[dict], sampler: Sampler, repo: Path, keyed) -> tuple[
             unique[row["sha"]] = {**unique.get(row["sha"], {}), **row}
         return sorted(unique.values(), key=lambda r: order.index(r["sha"]))
 
+    ends = [sampler.segment(commits[0]), sampler.segment(commits[-1])]
+    crossed = boundary(*ends)
+    if crossed:  # bisection never crosses a boundary: name the first commit past it
+        past = next(c for c in commits if boundary(ends[0], sampler.segment(c)))
+        why = (f"{commits[0]['short']} and {commits[-1]['short']} lie across a boundary ({crossed['why']}; the "
+               f"first commit past it: {past['short']}): bisection never crosses one; bisect each side of it")
+        log(f"regress: {why}")
+        return {"first_changed": None, "why": why, "boundary": {**crossed, "at": past["sha"]}}, []
     first, last = sampler.measured(commits[0]), sampler.measured(commits[-1])
     rows += [first, last]
     for end in (first, last):
@@ -293,6 +340,8 @@ def bisected(commits: list[dict], sampler: Sampler, repo: Path, keyed) -> tuple[
         # A merge: the change came with the merged branch (its last commit differs) or with the merge itself.
         branch = [found["parents"][0]] + first_parent_line(repo, found["parents"][0], found["parents"][1])
         branch_rows = [describe(repo, sha, keyed(sha)) for sha in branch]
+        if boundary(first.get("segment"), sampler.segment(branch_rows[-1])):
+            break  # the merged branch is of another segment: the merge itself is the change found
         tip = sampler.measured(branch_rows[-1])
         rows.append(tip)
         if tip.get("not_measurable"):
