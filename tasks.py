@@ -297,12 +297,14 @@ def validate(c, file=None):
 
 
 @task(help={
-    "system": "reference (this repository's commits) or a system with a recipe, e.g. fabric-1.2 (its repository's "
-              "commits, each built with systems/<system>/upstream.yaml)",
+    "system": "reference (this repository's commits), a system with a recipe, e.g. fabric-1.2 (its repository's "
+              "commits, each built with systems/<system>/upstream.yaml), or a line of them, e.g. fabric (each commit "
+              "built by the fabric-* system whose release lines cover its release; no test across a boundary)",
     "experiment": "[paper:]experiment, e.g. fig6-peer-throughput",
     "commits": "A..B (A, then each first-parent commit up to B) or one commit (with --batches)",
     "tags": "T1,T2,...: releases, branches or commits compared side by side (instead of --commits)",
-    "variant": "the experiment's variant of an upstream system to run (needed where it has several)",
+    "variant": "the experiment's variant of an upstream system to run (needed where it has several; for a line, "
+               "comma-separated, one per system that has several)",
     "repeat": "points per commit (default 5; at least 4, the fewest with which the test can call a change)",
     "scale": "smoke | local | paper",
     "bisect": "binary-search A..B for the first commit that differs from A (first-parent line, then a merged branch)",
