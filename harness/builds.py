@@ -44,6 +44,7 @@ class Choice:
     builds: dict[str, upstream.Build] = field(default_factory=dict)   # variant -> build
     variants: dict[str, dict] = field(default_factory=dict)           # variant -> its build's provenance
     variant_drivers: dict[str, dict] = field(default_factory=dict)    # variant -> driver spec, where not its system's
+    own_drivers: dict[str, tuple[str, str]] = field(default_factory=dict)  # variant -> (system, its catalogue driver)
     companions: dict[str, dict] = field(default_factory=dict)         # variant -> {system: build} its driver also runs
     driver: str = ""                                                  # the catalogue driver of the run
     note: str | None = None            # how the experiment differs on this build (its reference_build.why)
@@ -51,6 +52,14 @@ class Choice:
     def driver_spec(self, variant: str, system: str) -> dict:
         """The driver spec a point of ``variant`` runs with."""
         return self.variant_drivers.get(variant) or self.drivers[system]
+
+    def driver_name(self, variant: str) -> str:
+        """The catalogue driver a point of ``variant`` runs (its own, else the run's)."""
+        return self.own_drivers[variant][1] if variant in self.own_drivers else self.driver
+
+    def systems(self) -> list[str]:
+        """Every system the run's variants build, those with a driver of their own included."""
+        return sorted(set(self.drivers) | {system for system, _ in self.own_drivers.values()})
 
     def companion_dirs(self, variant: str) -> dict[str, str]:
         """``{system: build dir}`` of the companion builds a point of ``variant`` runs (docs/upstream.md)."""
@@ -61,6 +70,8 @@ class Choice:
         drivers = {**self.drivers, **self.variant_drivers}
         out = {"kind": self.kind, "systems": self.provenance, "switches": switches, "drivers": drivers,
                "role_settings": role_settings(drivers)}
+        if self.own_drivers:
+            out["variant_driver_names"] = {v: d for v, (_, d) in sorted(self.own_drivers.items())}
         if self.variants:
             out["variants"] = self.variants
         if self.kind == "reference":
@@ -136,35 +147,43 @@ def build_kind(kind: str, experiment: dict, source: str = "auto", systems_dir: P
     choose("build", kind, KINDS)
     if kind != "auto":
         return kind, None
-    systems = sorted({v["system"] for v in experiment.get("variants") or [] if v.get("runnable") is not False
-                      and (only_variants is None or v["id"] in only_variants)})
-    reason = _upstream_unavailable(systems, experiment["driver"], source, systems_dir)
+    runs = [v for v in experiment.get("variants") or [] if v.get("runnable") is not False
+            and (only_variants is None or v["id"] in only_variants)]
+    pairs = sorted({(v["system"], v.get("driver") or experiment["driver"]) for v in runs})
+    reason = next((why for system, driver in pairs
+                   if (why := _upstream_unavailable([system], driver, source, systems_dir))), None)
     return ("reference", reason) if reason else ("upstream", None)
 
 
 def choose_build(kind: str, systems: list[str], driver: str, source: str = "auto",
-                 systems_dir: Path | None = None) -> Choice:
-    """Decide the build of a run whose variants use ``systems`` with catalogue ``driver``.
+                 systems_dir: Path | None = None, own: dict[str, tuple[str, str]] | None = None) -> Choice:
+    """Decide the build of a run whose variants use ``systems`` with catalogue ``driver``, and whose variants
+    ``own`` (``{variant: (system, driver)}``, ``plan.own_drivers``) run a driver of their own.
 
     ``upstream`` fails with the reason when it cannot be had; ``auto`` falls
     back to the reference build and records why.
     """
     choose("build", kind, KINDS)
+    own = dict(own or {})
+    pairs = [(s, driver) for s in systems] + sorted(set(own.values()))
     reason = None
     if kind in ("auto", "upstream"):
-        reason = _upstream_unavailable(systems, driver, source, systems_dir)
+        reason = next((why for s, d in pairs if (why := _upstream_unavailable([s], d, source, systems_dir))), None)
         if reason is None:
-            return Choice("upstream", {s: upstream_driver(s, driver, systems_dir) for s in systems}, driver=driver)
+            return Choice("upstream", {s: upstream_driver(s, driver, systems_dir) for s in systems}, driver=driver,
+                          variant_drivers={v: upstream_driver(s, d, systems_dir) for v, (s, d) in own.items()},
+                          own_drivers=own)
         if kind == "upstream":
             raise HarnessError(f"--build upstream: {reason}", hint="use --build reference, or see docs/upstream.md")
-    drivers = {}
-    for system in systems:
-        spec = reference_driver(system, driver, systems_dir)
+    specs = {}
+    for system, name in pairs:
+        spec = reference_driver(system, name, systems_dir)
         if spec is None:
-            raise HarnessError(f"system {system} has no reference driver {driver!r} "
+            raise HarnessError(f"system {system} has no reference driver {name!r} "
                                f"(systems/{system}/system.yaml reference.drivers)")
-        drivers[system] = spec
-    return Choice("reference", drivers, fallback_reason=reason, driver=driver)
+        specs[system, name] = spec
+    return Choice("reference", {s: specs[s, driver] for s in systems}, fallback_reason=reason, driver=driver,
+                  variant_drivers={v: specs[pair] for v, pair in own.items()}, own_drivers=own)
 
 
 def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str = "auto", log=print,
@@ -187,10 +206,10 @@ def prepare(choice: Choice, variants: dict[str, tuple[str, dict]], source: str =
                                switches=switches, pin=(pins or {}).get(system), **cache)
         choice.builds[variant] = built
         if built.info.get("base"):  # the base system's tree: it runs with the base's driver
-            spec = upstream_driver(built.info["base"], choice.driver, systems_dir)
+            spec = upstream_driver(built.info["base"], choice.driver_name(variant), systems_dir)
             if spec is None:
                 raise HarnessError(f"variant {variant} is built on {built.info['base']}, which has no upstream "
-                                   f"driver {choice.driver!r}")
+                                   f"driver {choice.driver_name(variant)!r}")
             choice.variant_drivers[variant] = spec
         if system not in choice.provenance or (choice.provenance[system].get("flavours") and not built.info.get("flavours")):
             choice.provenance[system] = built.provenance()  # the system's own tree where a variant has it

@@ -79,6 +79,22 @@ def workload_defaults(name: str | None, workloads_dir: Path) -> dict:
     return dict(load_yaml(path).get("defaults") or {}) if name and path.exists() else {}
 
 
+def driver_of(experiment: dict, variant: str) -> str:
+    """The catalogue driver the points of ``variant`` run: the variant's own ``driver`` where it names one
+    (Fabric 1.2 on Kafka beside v3.1 on Raft in one run), else the experiment's."""
+    for v in experiment.get("variants") or []:
+        if v["id"] == variant and v.get("driver"):
+            return v["driver"]
+    return experiment["driver"]
+
+
+def own_drivers(experiment: dict, variants=None) -> dict[str, tuple[str, str]]:
+    """``{variant: (system, driver)}`` of the variants (of ``variants``, default all) whose driver is not the
+    experiment's."""
+    return {v["id"]: (v["system"], v["driver"]) for v in experiment.get("variants") or []
+            if v.get("driver") and v["driver"] != experiment["driver"] and (variants is None or v["id"] in variants)}
+
+
 def for_build(experiment: dict, kind: str) -> dict:
     """The experiment as build ``kind`` runs it: on the reference build, with its ``reference_build`` applied.
 
@@ -217,14 +233,14 @@ CONTROL_TRANSACTIONS = 2000
 
 def add_controls(plan: Plan, mutations_of) -> None:
     """Put one control point first in ``plan`` for each variant whose system's driver can corrupt
-    transactions: ``mutations_of(system)`` gives the parameters (``corrupt_creator_fraction``, ...) of the
+    transactions: ``mutations_of(variant, system)`` gives the parameters (``corrupt_creator_fraction``, ...) of the
     kinds it supports (its ``validity.yaml`` evidence). The control runs the first sweep values with
     ``CONTROL_SHARE`` of its transactions (at most ``CONTROL_TRANSACTIONS``) corrupted per kind, and the
     run completes only if the ledger and our verifier mark exactly those invalid. Stored in
     ``resolved.yaml`` (``control``) so that ``--resume`` makes the same points."""
     controls = {}
     for vid, v in plan.resolved["variants"].items():
-        kinds = mutations_of(v["system"])
+        kinds = mutations_of(vid, v["system"])
         if kinds:
             controls[vid] = {name: CONTROL_SHARE for name in kinds}
     if controls:

@@ -283,7 +283,7 @@ def build_problems(choice, source: str, bin_dir: Path, systems_dir: Path | None 
         return problems
     systems = Path(systems_dir) if systems_dir else upstream.SYSTEMS
     tools: dict[str, list[str]] = {"go": []}
-    for system in sorted(choice.drivers):
+    for system in choice.systems():
         try:
             recipe = upstream.load_recipe(system, systems)
         except HarnessError as e:

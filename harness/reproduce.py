@@ -16,7 +16,7 @@ from . import REPO_ROOT, SCHEMA_VERSION, preflight, user_refs, validity, work
 from .analyze import analyze_run
 from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
-from .plan import Plan, add_controls, expand, for_build, make_plan, pending
+from .plan import Plan, add_controls, driver_of, expand, for_build, make_plan, own_drivers, pending
 from .progress import Progress
 from .providers import PROVIDERS, get_provider
 from .report import render_paper
@@ -41,8 +41,9 @@ def skip_reason(experiment: dict, systems_dir: Path | None = None, provider: str
         return ("its links have fixed delays (network), which the local provider cannot apply "
                 "(every role on one host): use --provider auto (the default: netns here), netns, ssh or aws")
     drivers = declared_drivers(systems_dir or REPO_ROOT / "systems")
-    if experiment.get("driver") not in drivers:
-        return f"driver {experiment.get('driver')!r} has no runner yet (runners: {', '.join(sorted(drivers))})"
+    for name in [experiment.get("driver"), *(v["driver"] for v in experiment.get("variants") or [] if v.get("driver"))]:
+        if name not in drivers:
+            return f"driver {name!r} has no runner yet (runners: {', '.join(sorted(drivers))})"
     return None
 
 
@@ -120,7 +121,6 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
     hosts: one that no longer answers ends the run at once, naming it.
     """
     experiment = plan.experiment
-    driver = experiment["driver"]
     hosts = build.layout()
     run.metadata["layout"] = hosts
     run.save()
@@ -156,7 +156,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
                 # Each point's delay on the links between the hosts (Fujitsu Fig. 5), stored with the point.
                 applied = provider.set_link_delay(float(point.parameters["network_latency_ms"]))
                 write_json(run.point_dir(point.id) / "links.json", applied)
-            summary = run_point(run, point, driver, build.driver_spec(point.variant, point.system), inventory,
+            summary = run_point(run, point, build.driver_spec(point.variant, point.system), inventory,
                                 provider.work_root,
                                 provider.bin_dir, upstream_build.path if upstream_build else None,
                                 build.companion_dirs(point.variant), systems_dir, progress)
@@ -183,11 +183,12 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
     analyze_run(run)
 
 
-def _mutations_of(driver: str, kind: str, systems_dir: Path | None):
-    """For a system: the parameters of the mutation kinds its driver supports on this build (validity.yaml)."""
-    def kinds(system: str) -> list[str]:
+def _mutations_of(experiment: dict, kind: str, systems_dir: Path | None):
+    """For a variant of ``experiment``: the parameters of the mutation kinds its system's driver supports on
+    this build (validity.yaml)."""
+    def kinds(variant: str, system: str) -> list[str]:
         rules = validity.load_rules(system, systems_dir or validity.SYSTEMS)
-        decl = (rules["evidence"].get(driver) or {}).get(kind) or {}
+        decl = (rules["evidence"].get(driver_of(experiment, variant)) or {}).get(kind) or {}
         by_kind = {k: p for p, k in validity.MUTATION_PARAMETERS.items()}
         return [by_kind[m] for m in decl.get("mutations") or []]
     return kinds
@@ -343,8 +344,7 @@ def plan_experiments(paper, experiments: list[dict], scale: str, build: str, sou
         plans[e["id"]] = make_plan(paper, for_build(e, kinds[e["id"]][0]), scale, overrides=overrides,
                                    repeat=repeat, only_variants=variants)
         if controls:
-            add_controls(plans[e["id"]], _mutations_of(plans[e["id"]].experiment["driver"], kinds[e["id"]][0],
-                                                       systems_dir))
+            add_controls(plans[e["id"]], _mutations_of(plans[e["id"]].experiment, kinds[e["id"]][0], systems_dir))
     return kinds, plans
 
 
@@ -373,8 +373,9 @@ def _provider_for(provider: str, resumed: Run | None, plan: Plan) -> tuple[str, 
 def build_choice(experiment: dict, plan: Plan, kind: str, fallback: str | None, source: str,
                   systems_dir: Path | None, stream) -> Choice:
     """The build the experiment's points run on, saying so when it fell back to the reference build."""
-    choice = choose_build(kind, sorted({p.system for p in plan.points}), plan.experiment["driver"], source,
-                          systems_dir)
+    own = own_drivers(plan.experiment, {p.variant for p in plan.points})
+    choice = choose_build(kind, sorted({p.system for p in plan.points if p.variant not in own}),
+                          plan.experiment["driver"], source, systems_dir, own=own)
     choice.fallback_reason = choice.fallback_reason or fallback
     if kind == "reference" and plan.experiment.get("reference_build"):
         choice.note = plan.experiment["reference_build"]["why"]

@@ -125,13 +125,13 @@ def workload_variables(point: Point) -> dict:
                                                * transactions)}
 
 
-def run_point(run: Run, point: Point, driver: str, spec: dict, inventory: Path, controller_work_root: Path,
+def run_point(run: Run, point: Point, spec: dict, inventory: Path, controller_work_root: Path,
               bin_dir: Path, upstream_dir: Path | None = None, companion_dirs: dict | None = None,
               systems_dir: Path | None = None, progress: Progress | None = None) -> dict:
     """Run one point to its end and return its summary (status complete, failed or interrupted).
 
     Measures it (``measure.measure_point``), then collects and analyses it (``analyze_point``).
-    ``spec`` is the driver of the point's system in the run's build
+    ``spec`` is the driver of the point's variant in the run's build
     (``harness.builds``); ``upstream_dir`` the upstream build it runs, if any;
     ``companion_dirs`` other systems' builds its roles also run (``{system: dir}``); ``systems_dir``
     the systems' folder (a test's fixture tree; default the repository's); ``progress`` shows the

@@ -389,8 +389,10 @@ def point_context(point_dir: Path) -> dict:
         raise HarnessError(f"{run_dir}: cannot tell the point's driver and build (metadata.json, experiment.yaml): "
                            f"{e}") from None
     kind = (meta.get("build") or {}).get("kind") or "reference"
-    # experiment.yaml stores the experiment as the run's build ran it (plan.for_build): its driver is the point's
+    # experiment.yaml stores the experiment as the run's build ran it (plan.for_build): its driver is the point's,
+    # unless the point's variant names its own (drivers)
     return {"driver": experiment.get("driver"), "build": kind,
+            "drivers": {v["id"]: v["driver"] for v in experiment.get("variants") or [] if v.get("driver")},
             "primitives": meta.get("primitives") or {},
             "build_paths": {v: b.get("path") for v, b in ((meta.get("build") or {}).get("variants") or {}).items()},
             "systems_dir": Path(meta["systems_dir"]) if meta.get("systems_dir") else SYSTEMS}
@@ -404,13 +406,14 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
     systems_dir = context.get("systems_dir") or SYSTEMS
     rules = load_rules(point["system"], systems_dir)
     problems: list[str] = []
-    section: dict = {"rules": rules["sources"], "driver": context["driver"], "build": context["build"]}
+    driver = (context.get("drivers") or {}).get(point.get("variant")) or context["driver"]
+    section: dict = {"rules": rules["sources"], "driver": driver, "build": context["build"]}
     mutations = tables.get("mutations")
-    decl = (rules["evidence"].get(context["driver"]) or {}).get(context["build"])
+    decl = (rules["evidence"].get(driver) or {}).get(context["build"])
     if decl is None:
         section.update(evidence=DRIVER_ONLY, counts_from="nothing declared")
         problems.append(f"{systems_dir.name}/{point['system']}/validity.yaml declares no evidence for driver "
-                        f"{context['driver']!r} on the {context['build']} build: nothing proves this point's counts")
+                        f"{driver!r} on the {context['build']} build: nothing proves this point's counts")
         decl = {"codes": "none"}
     problems += required_evidence(point_dir, decl, tables)
     if str((point.get("parameters") or {}).get(NEGATIVE_CONTROL, "")).lower() in ("true", "1"):

@@ -106,7 +106,9 @@ def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) 
     stored = run.stored("experiment")["experiment"]
     resolved = run.stored("resolved")
     blocks = [("h2", f"{stored.get('ref', stored['id'])}: {stored['title']}"),
-              ("p", f"Experiment `{stored['id']}`, driver `{stored.get('driver')}`.")]
+              ("p", f"Experiment `{stored['id']}`, driver `{stored.get('driver')}`"
+                    + "".join(f"; variant `{v['id']}` runs driver `{v['driver']}`"
+                              for v in stored.get("variants") or [] if v.get("driver")) + ".")]
     blocks += runs_blocks(selection)
     kind = (run.metadata.get("build") or {}).get("kind", "")
     png = draw_figure(stored, summary, kind)
