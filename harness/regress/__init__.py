@@ -16,6 +16,12 @@ Two kinds of history are tracked:
   its patch series, toolchain and targets; cached by commit, patches and
   toolchain in ``build/upstream/``). The experiment runs the variant of that
   system on the upstream build.
+* ``--system <line>`` (``fabric``): the commits of the repository its systems
+  (``fabric-1.2``, ``fabric-2.5``, ``fabric-3.1``) build, each built by the
+  system whose release lines cover the release its tree states and measured
+  with the experiment's variant of that system (``lines``). Where the system,
+  variant, driver or ordering service changes between two measured commits,
+  a boundary: no change test across it, and bisection never crosses it.
 
 ``--commits A..B`` is A and each first-parent commit after it up to B;
 ``--tags T1,T2,...`` are releases (or branches, commits) side by side. A commit
@@ -70,7 +76,8 @@ This package: the command (``regress``, its ``Options``); ``git`` (commit
 lists, tags, build keys, worktrees, clones); ``build`` (the tracked system,
 its variant, each commit's build); ``run`` (each commit's sample, the change
 test with its re-measurement, the false-positive batches, bisection); ``page``
-(the HTML page, the printed summary, a series beside). The statistics are in
+(the HTML page, the printed summary, a series beside); ``lines`` (a line of systems: each commit's system by
+its release, segments and boundaries). The statistics are in
 ``harness/stats.py``.
 """
 
