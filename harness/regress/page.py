@@ -241,7 +241,8 @@ tr.changed{{background:#fdd}} tr.lost{{color:#777}} tr.boundary td{{border-top:2
 <p>{esc(doc['metric'])} per commit ({esc(doc['commits_spec'])}{', ' + esc(doc['repository']) if doc.get('repository') else ''}),
 {doc['repeat']} points per commit at scale {esc(doc['scale'])} on {doc['cores']} cores (load average
 {doc['load_average_start'][0]:.2f} at start, {doc['load_average_end'][0]:.2f} at end). Change test: {esc(doc['test'])};
-each commit against the one before it that was measured (bisect: against the first). At least
+each commit against the one before it that was measured, where both are of one system, variant, driver and
+ordering service (else a boundary: not compared; bisect: against the first). At least
 {doc['min_points']} points per commit are needed for the test to reach alpha {doc['alpha']}. Intervals: the
 median's order statistics, and the ratio's Hodges–Lehmann interval, each with the coverage its sample size
 reaches (nominal {doc['level']:.0%}).</p>
