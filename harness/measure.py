@@ -31,7 +31,7 @@ from .deploy import run_playbook
 from .errors import HarnessError, Interrupted
 from .progress import PlaybookPhases, Progress
 from .providers import THIS_MACHINE
-from .rundir import Run, read_json, write_json
+from .rundir import Run, interrupts_deferred, read_json, write_json
 from .timing import playbook_times, timings_path
 from .watch import PointWatch, WatchFailure
 
@@ -146,21 +146,27 @@ def measure_point(run: Run, point: dict, spec: dict, inventory: Path, variables:
     except Interrupted as e:
         status, reason, interrupted = "interrupted", str(e), e
     finally:
-        watch.stop()
-        if watched:
-            status, reason = "failed", str(watched.args[0])
-            log = str(logs / watched.host / watched.log_name) if watched.log_name else str(watch.log)
-        try:
-            run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log",
-                         timeout=TEARDOWN_TIMEOUT_S,
-                         poll=follow(PlaybookPhases(logs / "ansible-teardown.log", hosts, "teardown"), False))
-        except HarnessError as e:
-            if status == "complete":
-                status, reason, log = "failed", f"teardown: {e.args[0]}", e.log
-        ran_on = cpus.read_back(point_dir)  # read once, on the machine that ran it; the summary stores it
-        confined = cpus_mismatch(ran_on, point["parameters"], run.metadata.get("provider"))
-        if confined and status == "complete":
-            status, reason = "failed", confined
+        # An interrupt from here on waits for the teardown: it stops what the point started (an interrupted
+        # teardown would leave them running) and the measurement is recorded; then the run stops.
+        say = (lambda line: progress.message(line)) if progress else print
+        with interrupts_deferred(say) as deferred:
+            watch.stop()
+            if watched:
+                status, reason = "failed", str(watched.args[0])
+                log = str(logs / watched.host / watched.log_name) if watched.log_name else str(watch.log)
+            try:
+                run_playbook("teardown.yml", inventory, variables, logs / "ansible-teardown.log",
+                             timeout=TEARDOWN_TIMEOUT_S,
+                             poll=follow(PlaybookPhases(logs / "ansible-teardown.log", hosts, "teardown"), False))
+            except HarnessError as e:
+                if status == "complete":
+                    status, reason, log = "failed", f"teardown: {e.args[0]}", e.log
+            ran_on = cpus.read_back(point_dir)  # read once, on the machine that ran it; the summary stores it
+            confined = cpus_mismatch(ran_on, point["parameters"], run.metadata.get("provider"))
+            if confined and status == "complete":
+                status, reason = "failed", confined
+        if deferred and not interrupted:
+            interrupted = Interrupted(deferred[0])
     measurement = {
         "schema_version": SCHEMA_VERSION, "point": point["id"], "status": status, "reason": reason, "log": log,
         "measure_s": round(time.monotonic() - started, 3),

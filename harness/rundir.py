@@ -21,6 +21,7 @@ import platform
 import signal
 import subprocess
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -298,6 +299,29 @@ def interrupts_raise():
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def interrupts_deferred(say=None):
+    """Within the block, SIGINT and SIGTERM are noted, not raised: a point's teardown, which stops the processes
+    the point started, runs to its end first (its own timeout bounds it). Yields the list of the signals' names
+    received; the caller raises ``Interrupted`` after the block. Outside the main thread, signals cannot be
+    caught here and nothing changes."""
+    got: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+
+    def handler(signum, _frame):
+        got.append(signal.Signals(signum).name)
+        if say and len(got) == 1:
+            say(f"{got[0]}: the run stops once this point's processes are stopped (its teardown)")
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield got
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
