@@ -1,7 +1,9 @@
-"""The configuration of a Fabric v2.5 / v3.1 network, by release: cryptogen's crypto-config.yaml,
-configtxgen's configtx.yaml (one application channel, no system channel: Raft with cluster TLS,
-or SmartBFT on v3.x), and each node's orderer.yaml / core.yaml as the release's own sample with our
-values set (so that every key written is one the release reads; infra/upstream_keys/fabric-<release>/).
+"""The configuration of a Fabric v2.2-v3.1 network, by release: cryptogen's crypto-config.yaml,
+configtxgen's configtx.yaml (one application channel: Raft with cluster TLS, or SmartBFT on v3.x;
+from v2.3 no system channel, the orderers join by channel participation; before v2.3 they bootstrap
+from a system channel's genesis block and the channel is created by a transaction), and each node's
+orderer.yaml / core.yaml as the release's own sample with our values set (so that every key written is
+one the release reads; infra/upstream_keys/fabric-<release>/ for the releases with a key set).
 
 Plain data in, plain data out (no I/O but reading a sample): the smoke driver (smoke.py) and the
 tests use it; the keys are checked with infra/config_keys.py.
@@ -16,8 +18,36 @@ ORDERER_DOMAIN = "example.com"
 PEER_DOMAIN = "org1.example.com"
 ORDERER_MSP = "OrdererMSP"
 PEER_MSP = "Org1MSP"
-RELEASES = ("2.5", "3.1")
-CONSENSUS = {"2.5": ("etcdraft",), "3.1": ("etcdraft", "BFT")}
+#: The release lines this module configures (major.minor; the recipes' toolchain.release.lines).
+RELEASES = ("2.2", "2.3", "2.4", "2.5", "3.0", "3.1")
+#: Ordering by release: SmartBFT came with v3.0.
+CONSENSUS = {r: ("etcdraft", "BFT") if r.startswith("3.") else ("etcdraft",) for r in RELEASES}
+#: Before v2.3 (no channel participation API): the system channel and consortium the orderers bootstrap
+#: from, whose members may create channels.
+SYSTEM_CHANNEL = "systemchannel"
+CONSORTIUM = "SampleConsortium"
+
+
+def _line(release: str) -> tuple[int, int]:
+    major, minor = release.split(".")[:2]
+    return int(major), int(minor)
+
+
+def needs_low_s_cas(release: str) -> bool:
+    """True where the release's MSP rejects a CA certificate whose ECDSA signature has a high S when built
+    with Go >= 1.19: msp/cert.go ``sanitizeECDSASignedCert`` re-encodes such a certificate to low S and
+    the re-encoded one no longer verifies ("sanitizeCert failed the supplied identity is not valid: x509:
+    certificate signed by unknown authority"). Fixed upstream by "Fix cert sanitation after moving to go
+    v1.19" (#3774): in v2.5.0, backported to v2.2.11; every v2.3.x and v2.4.x has the old code. cryptogen
+    signs its self-signed CA certificates with the bare key (high S half the time) and everything else
+    with a low-S signer, so only the CA certificates matter (network_files.generate_crypto)."""
+    return _line(release) in ((2, 2), (2, 3), (2, 4))
+
+
+def system_channel(release: str) -> bool:
+    """True where the orderers bootstrap from a system channel: before v2.3, whose orderer has no channel
+    participation API (``ChannelParticipation``, ``Admin`` and cmd/osnadmin arrived in v2.3.0)."""
+    return _line(release) < (2, 3)
 
 
 @dataclass
@@ -126,12 +156,15 @@ def _meta(rule: str) -> dict:
 
 
 def configtx(net: Layout, crypto: str) -> dict:
-    """configtxgen's input, profile ``Channel``: the application channel's genesis block, which the
-    orderers join with osnadmin (channel participation) and the peer with ``peer channel join``.
+    """configtxgen's input, profile ``Channel``: from v2.3 the application channel's genesis block, which
+    the orderers join by channel participation and the peer with ``peer channel join``; before v2.3 the
+    channel's creation transaction (``Consortium``, no orderer section), with profile ``SystemChannel``
+    (orderer, consortium of the peer organization) the genesis block the orderers bootstrap from.
 
-    v3.1: channel capability V3_0 (BFT needs it), the orderer organization's OrdererEndpoints only
-    (v3 drops the global Orderer.Addresses). v2.5: channel capability V2_0. Both: application V2_5,
-    orderer V2_0, the v2 lifecycle's policies."""
+    v3.x: channel capability V3_0 (BFT needs it), the orderer organization's OrdererEndpoints only
+    (v3 drops the global Orderer.Addresses). v2.x: channel capability V2_0 and Orderer.Addresses too.
+    Application capability V2_5 from v2.5 (the highest the release knows), V2_0 before; orderer V2_0;
+    the v2 lifecycle's policies."""
     om, pm = ORDERER_MSP, PEER_MSP
     orderer_org = {"Name": "OrdererOrg", "ID": om, "MSPDir": f"{crypto}/ordererOrganizations/{ORDERER_DOMAIN}/msp",
                    "Policies": {"Readers": _sig(f"OR('{om}.member')"), "Writers": _sig(f"OR('{om}.member')"),
@@ -151,7 +184,7 @@ def configtx(net: Layout, crypto: str) -> dict:
                "Capabilities": {"V2_0": True}}
     tls = lambda o: f"{crypto}/{orderer_dir(o)}/tls/server.crt"  # noqa: E731
     if net.consensus == "etcdraft":
-        if net.release == "2.5":
+        if _line(net.release) < (3, 0):
             orderer["Addresses"] = [o.address for o in net.orderers]
         orderer["EtcdRaft"] = {"Consenters": [{"Host": o.host, "Port": o.cluster_port, "ClientTLSCert": tls(o),
                                                "ServerTLSCert": tls(o)} for o in net.orderers],
@@ -175,12 +208,18 @@ def configtx(net: Layout, crypto: str) -> dict:
                                 "Admins": _meta("MAJORITY Admins"),
                                 "LifecycleEndorsement": _meta("MAJORITY Endorsement"),
                                 "Endorsement": _meta("MAJORITY Endorsement")},
-                   "Capabilities": {"V2_5": True}}
-    channel_cap = {"V3_0": True} if net.release == "3.1" else {"V2_0": True}
-    profile = {"Policies": {"Readers": _meta("ANY Readers"), "Writers": _meta("ANY Writers"),
-                            "Admins": _meta("MAJORITY Admins")},
-               "Capabilities": channel_cap, "Orderer": orderer, "Application": application}
-    return {"Organizations": [copy.deepcopy(orderer_org), copy.deepcopy(peer_org)], "Profiles": {"Channel": profile}}
+                   "Capabilities": {"V2_5": True} if _line(net.release) >= (2, 5) else {"V2_0": True}}
+    channel_cap = {"V3_0": True} if _line(net.release) >= (3, 0) else {"V2_0": True}
+    policies = {"Readers": _meta("ANY Readers"), "Writers": _meta("ANY Writers"), "Admins": _meta("MAJORITY Admins")}
+    orgs = [copy.deepcopy(orderer_org), copy.deepcopy(peer_org)]
+    if system_channel(net.release):
+        return {"Organizations": orgs, "Profiles": {
+            "SystemChannel": {"Policies": copy.deepcopy(policies), "Capabilities": dict(channel_cap), "Orderer": orderer,
+                              "Consortiums": {CONSORTIUM: {"Organizations": [copy.deepcopy(peer_org)]}}},
+            "Channel": {"Consortium": CONSORTIUM, "Policies": policies, "Capabilities": channel_cap,
+                        "Application": application}}}
+    profile = {"Policies": policies, "Capabilities": channel_cap, "Orderer": orderer, "Application": application}
+    return {"Organizations": orgs, "Profiles": {"Channel": profile}}
 
 
 # ------------------------------------------------------------------ node configuration
@@ -200,10 +239,12 @@ def _set(doc: dict, dotted: str, value) -> None:
     node[last] = value
 
 
-def orderer_yaml(sample: dict, net: Layout, node: Node, crypto: str, data: str) -> dict:
+def orderer_yaml(sample: dict, net: Layout, node: Node, crypto: str, data: str, bootstrap_file: str = "") -> dict:
     """The release's sampleconfig/orderer.yaml with one orderer's values: TLS on every listener (the
-    cluster on its own port with mutual TLS, the admin endpoint with client authentication, as
-    osnadmin needs), channel participation, no system channel (v2.5: BootstrapMethod none)."""
+    cluster on its own port with mutual TLS; from v2.3 the admin endpoint with client authentication, as
+    channel participation needs). v2.3-v2.5: channel participation, no system channel (BootstrapMethod
+    none; v3 has no such key). Before v2.3: BootstrapMethod file, the system channel's genesis block at
+    ``bootstrap_file`` (no Admin or ChannelParticipation section: the release reads none)."""
     doc = copy.deepcopy(sample)
     tls = f"{crypto}/{orderer_dir(node)}/tls"
     ca = f"{tls}/ca.crt"
@@ -221,13 +262,21 @@ def orderer_yaml(sample: dict, net: Layout, node: Node, crypto: str, data: str) 
             "General.LocalMSPDir": f"{crypto}/{orderer_dir(node)}/msp", "General.LocalMSPID": ORDERER_MSP,
             "FileLedger.Location": f"{data}/ledger",
             "Operations.ListenAddress": f"{node.bind}:{node.operations_port}",
+            "Consensus.WALDir": f"{data}/etcdraft/wal", "Consensus.SnapDir": f"{data}/etcdraft/snapshot"}.items():
+        _set(doc, key, value)
+    if system_channel(net.release):
+        if not bootstrap_file:
+            raise ValueError(f"Fabric v{net.release}'s orderer bootstraps from a system channel's block: no bootstrap_file")
+        _set(doc, "General.BootstrapMethod", "file")
+        _set(doc, "General.BootstrapFile", bootstrap_file)
+        return doc
+    for key, value in {
             "Admin.ListenAddress": f"{node.bind}:{node.admin_port}", "Admin.TLS.Enabled": True,
             "Admin.TLS.Certificate": f"{tls}/server.crt", "Admin.TLS.PrivateKey": f"{tls}/server.key",
             "Admin.TLS.ClientAuthRequired": True, "Admin.TLS.ClientRootCAs": [admin_ca],
-            "ChannelParticipation.Enabled": True,
-            "Consensus.WALDir": f"{data}/etcdraft/wal", "Consensus.SnapDir": f"{data}/etcdraft/snapshot"}.items():
+            "ChannelParticipation.Enabled": True}.items():
         _set(doc, key, value)
-    if net.release == "2.5":
+    if _line(net.release) < (3, 0):
         _set(doc, "General.BootstrapMethod", "none")
     return doc
 

@@ -1,4 +1,4 @@
-"""Every file a Fabric v2.5 / v3.1 network of an experiment needs, made on the controller:
+"""Every file a Fabric v2.2-v3.1 network of an experiment needs, made on the controller:
 
     invoke system-command --system fabric-3.1 --name network-files --args "SPEC.json"
 
@@ -8,18 +8,23 @@ orderers and of the peer, each node's working directory on its host, the block c
 Into ``out`` it writes:
 
 - ``crypto/``: cryptogen's identities and TLS material (``crypto-config.yaml`` beside it);
-- ``channel.block``: configtxgen's genesis block of the application channel (``configtx/``);
+- ``channel.block``: configtxgen's genesis block of the application channel (``configtx/``), which the
+  orderers join by channel participation and the peer with ``peer channel join``; before v2.3 instead
+  ``system.block``, the system channel's genesis block each orderer bootstraps from, and ``channel.tx``,
+  the channel's creation transaction (``peer channel create`` on the peer's host makes its block);
 - ``nodes/<name>/orderer.yaml`` or ``core.yaml``: each node's configuration from the release's sample
   (network.py), its paths on its own host (``<node dir>/crypto``, ``<node dir>/data``);
 - ``money-transfer.tar.gz``: the chaincode-as-a-service package, whose ID the peer derives from its bytes;
 - ``crypto-client/``: what the load generator and the block watcher copy: the client user's MSP,
-  ``genesis.block`` (the channel's block 0) and the TLS CAs ``tls/peer-ca.crt``, ``tls/orderer-ca.crt``;
+  ``genesis.block`` (the channel's block 0; before v2.3 the peer's role writes it once the channel is
+  created) and the TLS CAs ``tls/peer-ca.crt``, ``tls/orderer-ca.crt``;
 - ``network.json``: the addresses, ports and names the roles use (and the chaincode's package ID).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import io
 import json
@@ -80,6 +85,57 @@ def _run(argv: list) -> None:
         raise HarnessError(f"{Path(str(argv[0])).name} failed ({r.returncode}): {(r.stderr or r.stdout).strip()[-2000:]}")
 
 
+#: The order of P-256, the curve of cryptogen's keys (a low-S signature has S <= N / 2).
+P256_N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+#: How often cryptogen is run at most for CA certificates that all have low-S signatures (4 CA
+#: certificates, each high-S with probability 1/2: 16 runs on average, 0.05-0.2 s each).
+CRYPTOGEN_ATTEMPTS = 200
+
+
+def _der(data: bytes, at: int) -> tuple[int, int, int]:
+    """The DER element at ``at``: (tag, start of its content, end of its content)."""
+    tag, length, at = data[at], data[at + 1], at + 2
+    if length & 0x80:
+        count = length & 0x7F
+        length, at = int.from_bytes(data[at:at + count], "big"), at + count
+    return tag, at, at + length
+
+
+def signature_s(pem: str) -> int:
+    """S of an ECDSA-signed certificate's signature (Certificate: tbsCertificate, signatureAlgorithm,
+    signatureValue BIT STRING holding ECDSA-Sig-Value: SEQUENCE of INTEGER r, INTEGER s)."""
+    body = "".join(line for line in pem.strip().splitlines() if not line.startswith("-----"))
+    cert = base64.b64decode(body)
+    _, at, end = _der(cert, 0)
+    _, _, at = _der(cert, at)  # tbsCertificate
+    _, _, at = _der(cert, at)  # signatureAlgorithm
+    tag, start, _ = _der(cert, at)
+    if tag != 0x03:
+        raise ValueError("no signature BIT STRING where a certificate has it")
+    sig = cert[start + 1:]  # past the BIT STRING's unused-bits byte
+    _, at, _ = _der(sig, 0)
+    _, _, at = _der(sig, at)  # r
+    _, start, stop = _der(sig, at)
+    return int.from_bytes(sig[start:stop], "big")
+
+
+def high_s_cas(crypto: Path) -> list[Path]:
+    """cryptogen's CA certificates (``<org>/ca/``, ``<org>/tlsca/``) whose signatures have a high S."""
+    certs = sorted(crypto.glob("*Organizations/*/ca/*-cert.pem")) + sorted(crypto.glob("*Organizations/*/tlsca/*-cert.pem"))
+    return [c for c in certs if signature_s(c.read_text()) > P256_N // 2]
+
+
+def generate_crypto(cryptogen: Path, config: Path, crypto: Path, release: str) -> int:
+    """Run cryptogen; where the release mishandles high-S CA certificates (network.needs_low_s_cas),
+    again until none has one (ours: a fresh draw of keys, nothing patched). Returns the runs made."""
+    for attempt in range(1, CRYPTOGEN_ATTEMPTS + 1):
+        shutil.rmtree(crypto, ignore_errors=True)
+        _run([cryptogen, "generate", "--config", config, "--output", crypto])
+        if not net_config.needs_low_s_cas(release) or not high_s_cas(crypto):
+            return attempt
+    raise HarnessError(f"cryptogen: a CA certificate with a high-S signature in each of {CRYPTOGEN_ATTEMPTS} runs")
+
+
 def write(spec: dict) -> dict:
     """Write the network's files (see the module's doc) and return ``network.json``'s content."""
     build, out = Path(spec["build"]), Path(spec["out"])
@@ -94,17 +150,25 @@ def write(spec: dict) -> dict:
         raise HarnessError(f"network-files: no working directory for {', '.join(missing)} in node_dirs")
     crypto = out / "crypto"
     _write_yaml(out / "crypto-config.yaml", net_config.crypto_config(net))
-    _run([build / "bin" / "cryptogen", "generate", "--config", out / "crypto-config.yaml", "--output", crypto])
+    generate_crypto(build / "bin" / "cryptogen", out / "crypto-config.yaml", crypto, net.release)
     _write_yaml(out / "configtx" / "configtx.yaml", net_config.configtx(net, str(crypto)))
-    _run([build / "bin" / "configtxgen", "-profile", "Channel", "-channelID", net.channel,
-          "-outputBlock", out / "channel.block", "-configPath", out / "configtx"])
+    legacy = net_config.system_channel(net.release)
+    if legacy:
+        _run([build / "bin" / "configtxgen", "-profile", "SystemChannel", "-channelID", net_config.SYSTEM_CHANNEL,
+              "-outputBlock", out / "system.block", "-configPath", out / "configtx"])
+        _run([build / "bin" / "configtxgen", "-profile", "Channel", "-channelID", net.channel,
+              "-outputCreateChannelTx", out / "channel.tx", "-configPath", out / "configtx"])
+    else:
+        _run([build / "bin" / "configtxgen", "-profile", "Channel", "-channelID", net.channel,
+              "-outputBlock", out / "channel.block", "-configPath", out / "configtx"])
     samples = sample_tree(build)
     sample_orderer = yaml.safe_load((samples / "orderer.yaml").read_text())
     sample_core = yaml.safe_load((samples / "core.yaml").read_text())
     for o in net.orderers:
         d = dirs[o.name]
         _write_yaml(out / "nodes" / o.name / "orderer.yaml",
-                    net_config.orderer_yaml(sample_orderer, net, o, f"{d}/crypto", f"{d}/data"))
+                    net_config.orderer_yaml(sample_orderer, net, o, f"{d}/crypto", f"{d}/data",
+                                            bootstrap_file=f"{d}/system.block" if legacy else ""))
     d = dirs[net.peer.name]
     _write_yaml(out / "nodes" / net.peer.name / "core.yaml",
                 net_config.core_yaml(sample_core, net, net.peer, f"{d}/crypto", f"{d}/data", f"{d}/ccaas_builder"))
@@ -113,12 +177,18 @@ def write(spec: dict) -> dict:
     client = out / "crypto-client"
     user = f"peerOrganizations/{net_config.PEER_DOMAIN}/users/User1@{net_config.PEER_DOMAIN}/msp"
     shutil.copytree(crypto / user, client / user, dirs_exist_ok=True)
-    shutil.copyfile(out / "channel.block", client / "genesis.block")
+    if not legacy:
+        shutil.copyfile(out / "channel.block", client / "genesis.block")
     (client / "tls").mkdir(exist_ok=True)
     shutil.copyfile(crypto / net_config.peer_dir(net.peer) / "tls" / "ca.crt", client / "tls" / "peer-ca.crt")
     shutil.copyfile(crypto / net_config.orderer_dir(net.orderers[0]) / "tls" / "ca.crt",
                     client / "tls" / "orderer-ca.crt")
     doc = {"release": net.release, "ordering": net.consensus, "channel": net.channel,
+           # how the channel comes to be: channel participation (the orderers join channel.block), or a
+           # system channel (the orderers start from system.block; the peer creates it with channel.tx)
+           "bootstrap": "system_channel" if legacy else "participation",
+           "orderer_block": "system.block" if legacy else "channel.block",
+           "peer_channel_file": "channel.tx" if legacy else "channel.block",
            "block_size": net.block_size, "batch_timeout": net.batch_timeout,
            "orderers": [{"name": o.name, "host": o.host, "bind": o.bind, "address": o.address, "port": o.port,
                          "admin_address": f"{o.host}:{o.admin_port}",
@@ -147,5 +217,5 @@ def main(argv: list, tools) -> int:
     return 0
 
 
-COMMAND = Command("network-files", "write a Fabric v2.5 / v3.1 network's identities, genesis block and node "
+COMMAND = Command("network-files", "write a Fabric v2.2-v3.1 network's identities, genesis block and node "
                                    "configurations for the end-to-end driver", main)

@@ -1,13 +1,15 @@
-"""A network smoke of Fabric v2.5 / v3.1 on this machine, each step timed.
+"""A network smoke of Fabric v2.2-v3.1 on this machine, each step timed.
 
     invoke system-command --system fabric-3.1 --name smoke --args "--build build/upstream/fabric-3.1/<key> \
         --release 3.1 --consensus etcdraft --chaincode <money-transfer binary> --work /tmp/smoke [--transfers 10]"
 
 Steps (the names of ``timings`` in the summary it prints as JSON on its last line):
 crypto (cryptogen, TLS for every node), genesis (configtxgen: the channel's genesis block, no system
-channel), orderers_up (each orderer listening), osnadmin_join (every orderer joins the channel with
-osnadmin: channel participation), channel_active (every orderer reports the channel active), peer_up,
-peer_join (``peer channel join`` with the same block), chaincode (chaincode as a service: package,
+channel; before v2.3 the system channel's genesis block and the channel's creation transaction),
+orderers_up (each orderer listening), from v2.3 participation_join (every orderer joins the channel
+through the channel participation API, participation.py: what osnadmin does) and channel_active (every
+orderer reports the channel active), peer_up, before v2.3 channel_create (``peer channel create``, then
+block 0 fetched), peer_join (``peer channel join`` with the channel's block 0), chaincode (chaincode as a service: package,
 install, approve, commit, the server started), create (two accounts), transfers (each ``peer chaincode
 invoke --waitForEvent``: committed valid), query. Every process it starts is stopped by its PID at the end.
 """
@@ -28,7 +30,7 @@ import yaml
 from harness.plugin_api import Command
 
 from . import network as net_config
-from . import network_files
+from . import network_files, participation
 
 HERE = Path(__file__).resolve().parent
 BUILDER = HERE / "files" / "ccaas_builder"
@@ -54,6 +56,7 @@ class Smoke:
         self.sample_orderer = yaml.safe_load((tree / "orderer.yaml").read_text())
         self.sample_core = yaml.safe_load((tree / "core.yaml").read_text())
         self.sampleconfig = tree
+        self.legacy = net_config.system_channel(args.release)
 
     # -------------------------------------------------------------- helpers
     def step(self, name, fn):
@@ -129,44 +132,57 @@ class Smoke:
     # -------------------------------------------------------------- steps
     def crypto_material(self):
         cfg = self.write_yaml(self.work / "crypto-config.yaml", net_config.crypto_config(self.net))
-        self.run([self.bin / "cryptogen", "generate", "--config", cfg, "--output", self.crypto])
+        network_files.generate_crypto(self.bin / "cryptogen", cfg, Path(self.crypto), self.net.release)
 
     def genesis(self):
         self.write_yaml(self.work / "configtx" / "configtx.yaml", net_config.configtx(self.net, self.crypto))
+        cfg = ["-configPath", self.work / "configtx"]
+        if self.legacy:  # the orderers' system channel, and the application channel's creation transaction
+            self.run([self.bin / "configtxgen", "-profile", "SystemChannel", "-channelID", net_config.SYSTEM_CHANNEL,
+                      "-outputBlock", self.work / "system.block", *cfg])
+            self.run([self.bin / "configtxgen", "-profile", "Channel", "-channelID", self.net.channel,
+                      "-outputCreateChannelTx", self.work / "channel.tx", *cfg])
+            return
         self.run([self.bin / "configtxgen", "-profile", "Channel", "-channelID", self.net.channel,
-                  "-outputBlock", self.work / "channel.block", "-configPath", self.work / "configtx"])
+                  "-outputBlock", self.work / "channel.block", *cfg])
 
     def orderers_up(self):
+        boot = str(self.work / "system.block") if self.legacy else ""
         for o in self.net.orderers:
             d = self.work / o.name
             self.write_yaml(d / "orderer.yaml", net_config.orderer_yaml(self.sample_orderer, self.net, o,
-                                                                       self.crypto, str(d / "data")))
+                                                                       self.crypto, str(d / "data"), boot))
             self.start(o.name, [self.bin / "orderer"], {"FABRIC_CFG_PATH": str(d)})
         for o, p in zip(self.net.orderers, self.procs):
-            self.wait_port(o.host, o.admin_port, p)
+            self.wait_port(o.host, o.port if self.legacy else o.admin_port, p)
 
-    def osnadmin(self, o, *args):
+    def admin_tls(self, o) -> tuple[str, str, str]:
         admin = f"{self.crypto}/{net_config.orderer_admin_dir()}/tls"
-        return self.run([self.bin / "osnadmin", *args, "-o", f"{o.host}:{o.admin_port}", "--ca-file",
-                         self.orderer_tls_ca(o), "--client-cert", f"{admin}/client.crt",
-                         "--client-key", f"{admin}/client.key"])
+        return self.orderer_tls_ca(o), f"{admin}/client.crt", f"{admin}/client.key"
 
-    def osnadmin_join(self):
+    def participation_join(self):
         # The last first: a node dials the others' cluster ports as soon as it joins, and a node that has
         # not joined yet refuses it (TLS "unknown certificate authority": its cluster CAs come from the
         # channel). SmartBFT's first leader (ID 1, orderer0) joining first then sent no heartbeat for
         # the whole leader timeout (1 min) and the followers changed the view.
         for o in reversed(self.net.orderers):
-            self.osnadmin(o, "channel", "join", "--channelID", self.net.channel, "--config-block",
-                          self.work / "channel.block")
+            participation.join(f"{o.host}:{o.admin_port}", self.work / "channel.block", self.admin_tls(o))
+
+    def channel_create(self):
+        """Before v2.3: the organization's admin creates the channel (retried while the system channel's
+        Raft leader is elected), then fetches its block 0 for the join."""
+        self.run([self.bin / "peer", "channel", "create", "-c", self.net.channel, "-f", self.work / "channel.tx",
+                  "--outputBlock", self.work / "created.block", *self.orderer_flags()], env=self.admin_env(),
+                 retries=30, delay=2, done_if="already exists")
+        self.run([self.bin / "peer", "channel", "fetch", "0", self.work / "channel.block", "-c", self.net.channel,
+                  *self.orderer_flags()], env=self.admin_env(), retries=10)
 
     def channel_active(self, timeout=60):
         end = time.monotonic() + timeout
         while True:
             states = []
             for o in self.net.orderers:
-                out = self.osnadmin(o, "channel", "list", "--channelID", self.net.channel)
-                body = json.loads(out[out.index("{"):])
+                body = participation.channel(f"{o.host}:{o.admin_port}", self.net.channel, self.admin_tls(o))
                 states.append((body.get("status"), body.get("consensusRelation")))
             if all(s == ("active", "consenter") for s in states):
                 return states
@@ -229,9 +245,12 @@ class Smoke:
             self.step("crypto", self.crypto_material)
             self.step("genesis", self.genesis)
             self.step("orderers_up", self.orderers_up)
-            self.step("osnadmin_join", self.osnadmin_join)
-            self.step("channel_active", self.channel_active)
+            if not self.legacy:
+                self.step("participation_join", self.participation_join)
+                self.step("channel_active", self.channel_active)
             self.step("peer_up", self.peer_up)
+            if self.legacy:
+                self.step("channel_create", self.channel_create)
             self.step("peer_join", self.peer_join)
             self.step("chaincode", self.chaincode)
             self.step("create", lambda: (self.invoke("create", "a", "1000"), self.invoke("create", "b", "1000")))
@@ -268,4 +287,4 @@ def main(argv: list, tools) -> int:
 
 
 
-COMMAND = Command("smoke", "a timed network smoke of Fabric v2.5 / v3.1 (Raft or BFT) on this machine", main)
+COMMAND = Command("smoke", "a timed network smoke of Fabric v2.2-v3.1 (Raft or BFT) on this machine", main)

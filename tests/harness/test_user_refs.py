@@ -34,8 +34,14 @@ class Plugin(SystemPlugin):
 
 
 def _release(repo: Path, version: str) -> str:
-    """Commit the Makefile stating ``version`` (as Fabric's: ``FABRIC_VER ?= ...``) and tag it v<version>."""
-    (repo / "Makefile").write_text(f"BASE_VERSION = unused\nFABRIC_VER ?= {version}\n")
+    """Commit the Makefile stating ``version`` (as Fabric's: ``FABRIC_VER ?= ...`` from v2.5, ``BASE_VERSION =
+    ...`` before) and scripts/bootstrap.sh (``VERSION=...``, as every 2.x release: fabric-2.5's recipe reads
+    it), and tag it v<version>."""
+    makefile = f"BASE_VERSION = unused\nFABRIC_VER ?= {version}\n" if version >= "2.5" else f"BASE_VERSION = {version}\n"
+    (repo / "Makefile").write_text(makefile)
+    (repo / "scripts").mkdir(exist_ok=True)
+    (repo / "scripts" / "bootstrap.sh").write_text(f"#!/bin/bash\nVERSION={version}\nCA_VERSION=1.5.0\n")
+    git(repo, "add", "scripts/bootstrap.sh")
     git(repo, *IDENTITY, "commit", "-qam", f"release {version}")
     git(repo, "tag", f"v{version}")
     return git(repo, "rev-parse", "HEAD")
@@ -51,7 +57,7 @@ def fabric(tmp_path):
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
     commits = {"2.5.11": tagged_repo(repo, "v2.5.11")}
-    for version in ("2.5.12", "2.5.13", "3.0.0", "3.1.2", "3.1.5"):
+    for version in ("2.5.12", "2.5.13", "3.0.0", "3.1.2", "3.1.5", "2.1.1", "2.2.15"):
         commits[version] = _release(repo, version)
     git(repo, "branch", "release-2.5", commits["2.5.13"])
     root = tmp_path / "systems"
@@ -149,12 +155,14 @@ def test_a_runs_points_ask_through_the_systems_hook(fabric):
 
 
 def test_fabric_31_and_25_take_fabric_ref():
+    """Their lines are those the driver was run on (systems/fabric-3.1/README.md, "Releases"): v3.0.0 and
+    v3.1.5; v2.2.15, v2.3.0, v2.4.0 and v2.5.16 (v2.0 and v2.1 have no go.mod for the module build)."""
     assert "fabric_ref" in declarations()
-    for system, line in (("fabric-3.1", "3.1"), ("fabric-2.5", "2.5")):
+    for system, lines in (("fabric-3.1", ["3.0", "3.1"]), ("fabric-2.5", ["2.2", "2.3", "2.4", "2.5"])):
         assert systems.plugin(system).upstream_ref({"fabric_ref": "v2.5.12"}) == \
             {"ref": "v2.5.12", "parameter": "fabric_ref"}
         assert systems.plugin(system).upstream_ref({}) is None
-        assert upstream.release_lines(upstream.load_recipe(system)["toolchain"]["release"]) == [line]
+        assert upstream.release_lines(upstream.load_recipe(system)["toolchain"]["release"]) == lines
     assert systems.plugin("fabric-1.2").upstream_ref({"fabric_ref": "v2.5.12"}) is None
 
 
@@ -169,15 +177,20 @@ def test_the_real_systems_refuse_another_line_naming_each_other(fabric, monkeypa
         return user_refs.user_pin(system, ref, "fabric_ref", root=fabric["clones"], log=lambda line: None)
 
     assert pin("fabric-2.5", "v2.5.12")["commit"] == fabric["commits"]["2.5.12"]
+    assert pin("fabric-2.5", "v2.2.15")["commit"] == fabric["commits"]["2.2.15"]  # its Makefile: BASE_VERSION
     assert pin("fabric-3.1", "v3.1.2")["commit"] == fabric["commits"]["3.1.2"]
-    with pytest.raises(HarnessError, match=r"fabric-2\.5 builds and configures hyperledger/fabric 2\.5\.x only, "
-                                           r"but v3\.0\.0 .* no system here builds 3\.0\.x \(fabric-2\.5: 2\.5\.x, "
-                                           r"fabric-3\.1: 3\.1\.x\)"):
+    assert pin("fabric-3.1", "v3.0.0")["commit"] == fabric["commits"]["3.0.0"]
+    with pytest.raises(HarnessError, match=r"fabric-2\.5 builds and configures hyperledger/fabric 2\.2\.x, 2\.3\.x, "
+                                           r"2\.4\.x, 2\.5\.x only, but v3\.0\.0 .* use system fabric-3\.1, which "
+                                           r"builds 3\.0\.x"):
         pin("fabric-2.5", "v3.0.0")
     with pytest.raises(HarnessError, match=r"use system fabric-3\.1, which builds 3\.1\.x"):
         pin("fabric-2.5", "v3.1.2")
     with pytest.raises(HarnessError, match=r"use system fabric-2\.5, which builds 2\.5\.x"):
         pin("fabric-3.1", "v2.5.13")
+    with pytest.raises(HarnessError, match=r"v2\.1\.1 .* no system here builds 2\.1\.x \(.*fabric-2\.5: 2\.2\.x, "
+                                           r"2\.3\.x, 2\.4\.x, 2\.5\.x, fabric-3\.1: 3\.0\.x, 3\.1\.x\)"):
+        pin("fabric-2.5", "v2.1.1")
 
 
 def test_a_resumed_run_keeps_the_commit_it_recorded_for_a_moving_branch(fabric):
