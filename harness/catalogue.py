@@ -113,16 +113,19 @@ def reference_errors(doc: dict, file: Path) -> list[str]:
         for j, pub in enumerate(exp.get("published") or []):
             if pub.get("variant") is not None and pub["variant"] not in variants:
                 errors.append(f"{where}.published[{j}].variant: expected one of {sorted(variants)}, got {pub['variant']!r}")
-        for j, claim in enumerate(exp.get("claims") or []):
+        compared = [("claims", j, c) for j, c in enumerate(exp.get("claims") or [])] + \
+            [("questions", j, q) for j, q in enumerate(exp.get("questions") or [])]
+        for kind, j, claim in compared:
             for side in ("numerator", "denominator"):
                 operand = claim.get(side) or {}
                 other = operand.get("experiment", exp.get("id"))
                 if other not in variants_of:
-                    errors.append(f"{where}.claims[{j}].{side}.experiment: expected one of {sorted(variants_of)}, "
+                    errors.append(f"{where}.{kind}[{j}].{side}.experiment: expected one of {sorted(variants_of)}, "
                                   f"got {other!r}")
                 elif operand.get("variant") is not None and operand["variant"] not in variants_of[other]:
-                    errors.append(f"{where}.claims[{j}].{side}.variant: expected one of "
+                    errors.append(f"{where}.{kind}[{j}].{side}.variant: expected one of "
                                   f"{sorted(variants_of[other])}, got {operand['variant']!r}")
+        for j, claim in enumerate(exp.get("claims") or []):
             if claim.get("compare") == "ratio" and not claim.get("denominator"):
                 errors.append(f"{where}.claims[{j}].denominator: expected an object for a ratio claim")
         sweep = dict(((exp.get("parameters") or {}).get("sweep")) or {})

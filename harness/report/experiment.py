@@ -12,7 +12,8 @@ from .figures import draw_figure, published_for
 from .hosts import resource_blocks
 from .points import timing_blocks, validity_blocks
 from .text import caption, cores_text, mean_sd_text, published_text
-from .verdicts import CLAIM_HEADERS, VERDICT_METHOD, claims_rows, control_blocks, evidence_class_text, with_caveats
+from .verdicts import (CLAIM_HEADERS, VERDICT_METHOD, claims_rows, control_blocks, evidence_class_text,
+                       question_blocks, with_caveats)
 
 
 def _params_text(params: dict) -> str:
@@ -143,6 +144,9 @@ def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) 
         blocks.append(("table", CLAIM_HEADERS, claims_rows(claims)))
         blocks += control_blocks(summary)
         blocks.append(("p", VERDICT_METHOD))
+    blocks += question_blocks(summary)
+    if summary.get("questions") and not claims:
+        blocks += control_blocks(summary)
     blocks += cores_blocks(stored, claims, figure_name.removesuffix(".png"))
     blocks += validity_blocks(selection.pooled)
     blocks += timing_blocks(selection.pooled)

@@ -87,6 +87,25 @@ VERDICT_METHOD = ("Verdicts: **reproduced** when the measured value's 95% interv
                   "**inconclusive** (docs/catalogue.md, \"How a claim is judged\", \"Cores\").")
 
 
+#: The questions table (ours, not the papers': ``answer_question``).
+QUESTION_HEADERS = ["question (ours)", "ratio", "measured", "answer", "evidence"]
+
+
+def question_blocks(summary: dict) -> list[tuple]:
+    """The experiment's questions with their answers (none without questions)."""
+    questions = summary.get("questions") or []
+    if not questions:
+        return []
+    rows = [[q["question"], f"> {fmt(q['threshold'])}?", measured_text(q),
+             f"**{q['answer']}**" + (f" ({q['repetitions_needed']} repetitions would decide it)"
+                                     if q["answer"] == "undecided" and q.get("repetitions_needed") else ""),
+             evidence_class_text(q.get("evidence_class"))] for q in questions]
+    return [("table", QUESTION_HEADERS, rows),
+            ("p", "Questions are ours, not the paper's: each is a same-run ratio, answered **yes** when its 95% "
+                  "interval lies above the threshold, **no** when wholly below, **undecided** when it straddles it "
+                  "(the statistics of the claims, harness/analyze.py answer_question).")]
+
+
 def control_blocks(summary: dict) -> list[tuple]:
     """One sentence on the run's control points beside the verdicts: what each planted and whether the
     ledger's codes and our verifier found exactly that (harness/plan.py add_controls)."""

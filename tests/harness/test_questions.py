@@ -1,0 +1,69 @@
+"""Questions of ours (catalogue ``questions``, harness/analyze.py ``answer_question``): a same-run ratio
+answered yes, no or undecided, never forced one way. Synthetic groups as in test_claims.py (each metric's
+repetitions as [run, index, value]); the catalogue's own questions are used."""
+
+import yaml
+
+from harness import REPO_ROOT, validity
+from harness.analyze import answer_question
+from harness.report.verdicts import question_blocks
+
+PAPERS = REPO_ROOT / "papers"
+
+
+def _experiment(experiment: str) -> dict:
+    doc = yaml.safe_load((PAPERS / "fastfabric.yaml").read_text(encoding="utf-8"))
+    return next(e for e in doc["experiments"] if e["id"] == experiment)
+
+
+def _group(variant: str, values: list[float], **sweep) -> dict:
+    return {"variant": variant, "sweep": sweep,
+            "metrics": {"delivery_throughput_tps": {"mean": sum(values) / len(values),
+                                                    "repetitions": [["r", i, v] for i, v in enumerate(values)]}}}
+
+
+CONTEXT = {"cores": 2, "scale": "smoke", "paper_hardware": {"cores": 24}, "not_runnable": {}, "other_runs": {}}
+PROVEN = [{"status": "complete", "valid": True, "validity": {"evidence": validity.LEDGER_PROVEN}}]
+
+
+def _answer(question_id: str, v31: list[float], v12: list[float], summaries=PROVEN) -> dict:
+    experiment = _experiment("table1-today-raft")
+    question = next(q for q in experiment["questions"] if q["id"] == question_id)
+    groups = [_group("fabric-3.1-raft", v31), _group("fabric-1.2-kafka", v12)]
+    return answer_question(question, experiment, groups, CONTEXT, summaries)
+
+
+def test_yes_no_and_undecided_each_come_out():
+    yes = _answer("v31-over-v12", [1500, 1610, 1550], [1000, 1050, 1020])
+    assert yes["answer"] == "yes" and 1.4 < yes["measured"] < 1.6 and yes["interval"][0] > 1
+    no = _answer("v31-over-v12", [700, 760, 720], [1000, 1050, 1020])
+    assert no["answer"] == "no" and no["interval"][1] < 1
+    undecided = _answer("v31-over-v12", [900, 1300, 1000], [1000, 1050, 1020])
+    assert undecided["answer"] == "undecided" and undecided["interval"][0] < 1 < undecided["interval"][1]
+    one = _answer("v31-over-v12", [1500], [1000])
+    assert one["answer"] == "undecided"  # one repetition has no spread: never a yes
+
+
+def test_a_yes_needs_ledger_proven_counts_and_a_missing_side_is_not_answered():
+    driver_only = [{"status": "complete", "valid": True, "validity": {"evidence": validity.DRIVER_ONLY}}]
+    assert _answer("v31-over-v12", [1500, 1610, 1550], [1000, 1050, 1020], driver_only)["answer"] == "undecided"
+    experiment = _experiment("table1-today-raft")
+    question = next(q for q in experiment["questions"] if q["id"] == "v31-over-v25")  # v2.5 not measured
+    missing = answer_question(question, experiment, [_group("fabric-3.1-raft", [1500, 1610, 1550])], CONTEXT,
+                              PROVEN)
+    assert missing["answer"] == "not answered"
+
+
+def test_the_threshold_is_the_questions_and_the_report_shows_the_answer():
+    experiment = _experiment("table1-today-bft")
+    question = next(q for q in experiment["questions"] if q["id"] == "bft-cost")
+    raft = _group("fabric-3.1", [1000, 1010, 990], ordering="etcdraft")
+    answered = answer_question(question, experiment, [_group("fabric-3.1", [950, 962, 941], ordering="BFT"), raft],
+                               CONTEXT, PROVEN)
+    assert answered["threshold"] == 0.9 and answered["answer"] == "yes"  # 0.95, below 1 but above 0.9
+    below = answer_question(question, experiment, [_group("fabric-3.1", [880, 890, 871], ordering="BFT"), raft],
+                            CONTEXT, PROVEN)
+    assert below["answer"] == "no"
+    rows = question_blocks({"questions": [answered]})[0][2]
+    assert rows[0][3].startswith("**yes**") and rows[0][1] == "> 0.9?"
+    assert question_blocks({}) == []
