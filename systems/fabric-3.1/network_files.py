@@ -28,6 +28,7 @@ import base64
 import hashlib
 import io
 import json
+import re
 import shutil
 import subprocess
 import tarfile
@@ -45,6 +46,25 @@ CC_NAME, CC_VERSION = "money-transfer", "1.0"
 def sample_tree(build: Path) -> Path:
     """The release's ``sampleconfig/`` in the build's source tree."""
     return build / "gopath" / "src" / "github.com" / "hyperledger" / "fabric" / "sampleconfig"
+
+
+def tree_release(build: Path) -> str | None:
+    """The release the build's tree states in its Makefile: ``FABRIC_VER ?= x`` (v2.5.0 on) or ``BASE_VERSION
+    = x`` (before); None without either."""
+    makefile = sample_tree(build).parent / "Makefile"
+    text = makefile.read_text(errors="replace") if makefile.is_file() else ""
+    found = re.findall(r"^(?:FABRIC_VER\s*\?=|BASE_VERSION\s*=)\s*(\d+\.\d+\.\S+)\s*$", text, flags=re.MULTILINE)
+    return found[0] if len(found) == 1 else None
+
+
+def check_release(build: Path, release: str) -> None:
+    """Refuse a build whose tree is of another line than ``release`` (major.minor, from build.json). The
+    guard behind fabric-2.5's recipe, which reads the release from scripts/bootstrap.sh (the one variable
+    every 2.x tag sets to itself) where a v3.x tree names the latest v2.5 release it would download."""
+    stated = tree_release(build)
+    if stated and ".".join(stated.split(".")[:2]) != release:
+        raise HarnessError(f"the build {build} was made as release {release}.x, but its tree's Makefile says "
+                           f"{stated}: build that commit with the system whose lines hold {stated}")
 
 
 def chaincode_package(chaincode_address: str) -> bytes:
@@ -139,6 +159,7 @@ def generate_crypto(cryptogen: Path, config: Path, crypto: Path, release: str) -
 def write(spec: dict) -> dict:
     """Write the network's files (see the module's doc) and return ``network.json``'s content."""
     build, out = Path(spec["build"]), Path(spec["out"])
+    check_release(build, spec["release"])
     net = net_config.layout(spec["release"], spec["ordering"], base_port=int(spec.get("base_port", 27050)),
                             orderer_hosts=spec["orderer_hosts"], peer_host=spec["peer_host"],
                             orderer_binds=spec.get("orderer_binds"), peer_bind=spec.get("peer_bind"))

@@ -44,6 +44,7 @@ WAIT = ["--waitForEvent", "--waitForEventTimeout", "120s"]
 class Smoke:
     def __init__(self, args):
         self.build = Path(args.build).resolve()
+        network_files.check_release(self.build, args.release)
         self.bin = self.build / "bin"
         self.work = Path(args.work).resolve()
         self.net = net_config.layout(args.release, args.consensus, base_port=args.base_port)

@@ -1,6 +1,6 @@
 """A Fabric v3.1.5 network on this machine (systems/fabric-3.1/smoke.py) on the one build of conftest.py:
 3 Raft orderers, then 4 SmartBFT orderers, each with one peer, TLS everywhere; the channel from
-configtxgen's genesis block joined by osnadmin (orderers) and ``peer channel join``; the money-transfer
+configtxgen's genesis block joined through the participation API (orderers) and ``peer channel join``; the money-transfer
 chaincode as a service (lifecycle install/approve/commit of a ccaas package); transfers committed
 valid (``--waitForEvent``), balances read back; every file the driver wrote checked against v3.1's keys;
 nothing left running. About 10 s per network here once built."""

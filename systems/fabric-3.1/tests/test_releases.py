@@ -249,3 +249,18 @@ def test_the_real_samples_have_every_key_written(tag, release):
     orderer = network.orderer_yaml(sample("orderer.yaml"), net, net.orderers[0], "/c", "/d", bootstrap_file=boot)
     assert ("Admin" in orderer) == (release != "2.2")  # the participation API came with v2.3
     network.core_yaml(sample("core.yaml"), net, net.peer, "/c", "/d", "/b")  # a KeyError names an unread key
+
+
+def test_a_build_whose_tree_is_of_another_line_is_refused(tmp_path, monkeypatch):
+    """fabric-2.5 reads the release from scripts/bootstrap.sh, where a v3.x tree names the latest v2.5 release:
+    network-files (and the smoke) check the tree's Makefile (BASE_VERSION before v2.5.0, FABRIC_VER after)."""
+    _stub_binaries(monkeypatch, [])
+    spec = _spec(tmp_path, "2.5")
+    makefile = network_files.sample_tree(Path(spec["build"])).parent / "Makefile"
+    makefile.write_text("FABRIC_VER ?= 3.1.2\nPROJECT_VERSION=$(FABRIC_VER)-snapshot\n")
+    with pytest.raises(network_files.HarnessError, match=r"made as release 2\.5\.x, but its tree's Makefile says 3\.1\.2"):
+        network_files.write(spec)
+    makefile.write_text("BASE_VERSION = 2.5.16\n")  # not how v2.5 states it, but the line is right
+    assert network_files.write(spec)["release"] == "2.5"
+    makefile.write_text("BASE_VERSION = 2.2.15\n")
+    assert network_files.tree_release(Path(spec["build"])) == "2.2.15"
