@@ -97,8 +97,14 @@ def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: 
         started = time.monotonic()
         # No control point per commit (it would add a point to every measured commit): each point is still
         # checked fail-closed; `invoke reproduce` runs the controls of a build (docs/validity.md).
-        runs = reproduce(paper, experiment["id"], scale=scale, repeat=repeat, results=results,
-                         reports=store / "reports", stream=sys.stderr, controls=False, **how)
+        try:
+            runs = reproduce(paper, experiment["id"], scale=scale, repeat=repeat, results=results,
+                             reports=store / "reports", stream=sys.stderr, controls=False, **how)
+        except NotMeasurable:
+            raise
+        except HarnessError as e:  # e.g. its preflight: this commit has no sample, the series goes on
+            lines = [line.strip() for line in str(e).strip().splitlines()]
+            raise NotMeasurable(f"run refused: {' '.join(lines[:2])}" + (" ..." if len(lines) > 2 else "")) from None
     if not runs:
         raise NotMeasurable(f"no run of {experiment['id']} was made (skipped: see the log above)")
     run = runs[0]

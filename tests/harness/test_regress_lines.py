@@ -221,3 +221,17 @@ def test_a_line_is_named_among_the_choices_and_takes_no_repo(toyfab):
         R.regress("nosuch", "x", tags="a,b", systems_dir=toyfab["systems"])
     with pytest.raises(HarnessError, match="a line reads its systems' repository"):
         R.regress("toyfab", "x", tags="a,b", systems_dir=toyfab["systems"], repo=toyfab["repo"])
+
+
+def test_a_run_refused_leaves_its_commit_not_measurable_and_the_series_goes_on(monkeypatch, tmp_path):
+    from harness.errors import HarnessError
+
+    def refuse(*args, **kwargs):
+        raise HarnessError("preflight: 2 problem(s), nothing was deployed:\n  - port 17050 in use\n  - port 17051 in use")
+    monkeypatch.setattr(RR, "NETWORK_LOCK", "")
+    monkeypatch.setattr("harness.reproduce.reproduce", refuse)
+    tracked = {"system": "toyfab-2.5", "variant": "toyfab-2.5-raft", "repo": tmp_path, "driver": "e2e"}
+    commit = {"sha": "a" * 40, "key": "a" * 16, "ref": "v2.5.1"}
+    with pytest.raises(NotMeasurable, match=r"^run refused: preflight: 2 problem\(s\), nothing was deployed: - port "
+                                            r"17050 in use \.\.\.$"):
+        RR.measure(tracked, commit, tmp_path, "toy-paper", EXPERIMENT, "smoke", 4, tmp_path / "results", fresh=True)
