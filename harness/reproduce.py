@@ -271,14 +271,19 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         else:
             plan, (kind, fallback) = plans[experiment["id"]], kinds[experiment["id"]]
         where, why = _provider_for(provider, resumed, plan)
+        provider_ = None
         try:
             provider_ = _named_provider(providers, where, why)
             if why and where != "local":
                 print(f"{experiment['id']}: provider {where} ({why})", file=stream)
             choice = build_choice(experiment, plan, kind, fallback, source, systems_dir, stream)
+            # local: this machine is the run's from its port checks on (another local run waits, saying so)
+            provider_.hold(f"{paper_id} {experiment['id']}")
             _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream,
                              built=((resumed.metadata.get("build") or {}).get("systems") if resume else None))
         except HarnessError as e:
+            if provider_ is not None:
+                provider_.down()
             if len(experiments) == 1 or isinstance(e, preflight.PreflightError):
                 raise
             skipped[experiment["id"]] = str(e)

@@ -50,6 +50,10 @@ class Provider(ABC):
         cannot be made ready raises HarnessError naming it and the reason.
         """
 
+    def hold(self, label: str) -> None:
+        """Claim what the run needs before its checks (the local provider: this machine, whose ports the
+        checks read); released by ``down``. Nothing for providers whose hosts are the run's own."""
+
     def down(self) -> None:
         """Remove everything ``up`` made (idempotent; also after a failed ``up``)."""
 

@@ -70,10 +70,13 @@ class LocalProvider(Provider):
         self.layout: dict[str, list[str]] = {}
         self._holds = False   # whether this provider holds the machine (up ... down)
 
-    def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
+    def hold(self, label: str) -> None:
         if not self._holds:
-            acquire_machine(run_dir)
+            acquire_machine(label)
             self._holds = True
+
+    def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
+        self.hold(str(run_dir))
         self.layout = dict(layout)
         return groups_of(layout, {role: "localhost" for role in layout})
 

@@ -46,3 +46,14 @@ def test_the_waiting_run_says_whose_run_it_waits_for(tmp_path, monkeypatch):
     waiter.join(10)
     assert done.is_set()
     local.release_machine()
+
+
+def test_the_run_holds_the_machine_from_its_checks_on(tmp_path, monkeypatch):
+    """``hold`` (before the port checks) and ``up`` (the run) take the machine once; ``down`` frees it."""
+    monkeypatch.setattr(local, "LOCK_FILE", tmp_path / "local.lock")
+    provider = local.LocalProvider(work_root=tmp_path / "w")
+    provider.hold("fastfabric table1-today-raft")
+    provider.up({"peer": ["peer"]}, tmp_path / "run-a")
+    assert local._held["count"] == 1
+    provider.down()
+    assert local._held["count"] == 0
