@@ -7,6 +7,8 @@ give two tables, written as parquet (schema version in the metadata) and CSV und
   host facts, the metric's unit and the point's status and validity (docs/results-format.md, "Export").
 * ``claims``: one row per claim with its band, the sides it is computed from, the measured estimate,
   its 95% interval, the number of repetitions, the method and the verdict.
+* ``questions``: one row per question of ours (catalogue ``questions``): its sides, threshold, measured
+  ratio, 95% interval, repetitions and answer (yes, no, undecided, not answered).
 
 Nested values (a point's sweep, a claim's sides, a build's keys) are JSON text, so both formats carry
 them and ``json.loads`` reads them back.
@@ -36,6 +38,22 @@ CLAIM_COLUMNS = ("paper", "experiment", "claim", "statement", "compare", "metric
                  "bound", "band_low", "band_high", "sides", "aggregate", "every_point", "measured", "interval_low",
                  "interval_high", "intervals", "n", "repetitions_needed", "method", "verdict", "reason",
                  "paper_cores", "verdict_at_paper_cores", "runs")
+QUESTION_COLUMNS = ("paper", "experiment", "question_id", "question", "sides", "metric", "threshold", "measured",
+                    "interval_low", "interval_high", "n", "repetitions_needed", "method", "answer", "reason",
+                    "evidence_class", "runs")
+
+
+def _question_row(question: dict, paper_id: str, stored: dict, runs: list[str]) -> dict:
+    spec = next(q for q in stored.get("questions") or [] if q["id"] == question["id"])
+    interval = question.get("interval") or [None, None]
+    return {"paper": paper_id, "experiment": stored["id"], "question_id": question["id"],
+            "question": question["question"],
+            "sides": json.dumps({k: spec[k] for k in ("numerator", "denominator")}, sort_keys=True),
+            "metric": question.get("metric"), "threshold": question["threshold"], "measured": question.get("measured"),
+            "interval_low": interval[0], "interval_high": interval[1], "n": question.get("repetitions"),
+            "repetitions_needed": question.get("repetitions_needed"), "method": question.get("method"),
+            "answer": question["answer"], "reason": question.get("reason"),
+            "evidence_class": question.get("evidence_class"), "runs": json.dumps(runs)}
 
 
 def _text(value) -> str | None:
@@ -94,16 +112,16 @@ def _claim_row(claim: dict, paper: str, experiment: dict, runs: list[str]) -> di
 
 def export_paper(paper_id: str, results: Path, out: Path, papers_dir: Path | None = None,
                  runs: list[Path] | None = None, since: str | None = None) -> dict[str, pd.DataFrame]:
-    """Write ``measurements`` and ``claims`` (``.parquet`` and ``.csv``) of ``paper_id`` under ``out`` from the
-    runs the report would pool (``runs``: only these run directories; ``since``: started at or after), and
-    return both tables."""
+    """Write ``measurements``, ``claims`` and ``questions`` (``.parquet`` and ``.csv``) of ``paper_id`` under
+    ``out`` from the runs the report would pool (``runs``: only these run directories; ``since``: started at or
+    after), and return the tables."""
     paper = load_paper(paper_id, papers_dir)
     for path in runs or []:
         named = Run.open(path)  # refuses a directory that is not a run
         if named.metadata["paper"] != paper_id:
             raise HarnessError(f"--run {path}: a run of paper {named.metadata['paper']!r}, not {paper_id!r}")
     units = all_metrics()
-    measurements, claims = [], []
+    measurements, claims, questions = [], [], []
     for experiment in paper.experiments:
         selection = select_runs(results, paper_id, experiment["id"], named=runs, since=since)
         if selection is None:
@@ -116,17 +134,19 @@ def export_paper(paper_id: str, results: Path, out: Path, papers_dir: Path | Non
         judged = conditions.apply(summary["claims"], {**stored, "judged_when": experiment.get("judged_when")},
                                   selection.configuration.get("parameters") or {}, selection.configuration.get("scale"))
         claims += [_claim_row(c, paper_id, stored, summary["runs"]) for c in judged]
+        questions += [_question_row(q, paper_id, stored, summary["runs"]) for q in summary.get("questions") or []]
     if not measurements:
         raise HarnessError(f"no stored runs of paper {paper_id!r} to export (invoke reproduce --paper {paper_id})")
     tables = {"measurements": pd.DataFrame(measurements, columns=list(MEASUREMENT_COLUMNS)),
-              "claims": pd.DataFrame(claims, columns=list(CLAIM_COLUMNS))}
+              "claims": pd.DataFrame(claims, columns=list(CLAIM_COLUMNS)),
+              "questions": pd.DataFrame(questions, columns=list(QUESTION_COLUMNS))}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
         write_table(df, out / f"{name}.parquet", name)
         df.to_csv(out / f"{name}.csv", index=False)
     (out / "README.txt").write_text(
-        f"Export of paper {paper_id} (schema version {SCHEMA_VERSION}): measurements and claims, as parquet and "
+        f"Export of paper {paper_id} (schema version {SCHEMA_VERSION}): measurements, claims and questions, as parquet and "
         "CSV; columns and a pandas snippet that recomputes every verdict: docs/results-format.md, \"Export\".\n",
         encoding="utf-8")
     return tables

@@ -18,7 +18,7 @@ import yaml
 
 from harness.collect import read_table
 from harness.errors import HarnessError
-from harness.export import CLAIM_COLUMNS, MEASUREMENT_COLUMNS, export_paper
+from harness.export import CLAIM_COLUMNS, MEASUREMENT_COLUMNS, QUESTION_COLUMNS, export_paper
 from harness.rundir import write_json
 from tests.harness.test_pooling import make_run
 
@@ -41,6 +41,12 @@ MORE_CLAIMS = [
 ]
 
 
+#: A question of ours (catalogue ``questions``): exported with its answer.
+QUESTION = {"id": "q1", "question": "Is quick faster than slow at 100 ms?",
+            "numerator": {"variant": "quick", "params": {"batch_timeout_ms": 100}},
+            "denominator": {"variant": "slow", "params": {"batch_timeout_ms": 100}}}
+
+
 @pytest.fixture
 def store(root, tmp_path):
     """Two complete runs of mini/bench at the paper's scale and cores, and an interrupted newer one."""
@@ -48,6 +54,7 @@ def store(root, tmp_path):
     paper = yaml.safe_load(paper_file.read_text())
     paper["paper"]["hardware"]["cores"] = 2  # so that the absolute claims are comparable here
     paper["experiments"][0]["claims"] += MORE_CLAIMS
+    paper["experiments"][0]["questions"] = [QUESTION]
     paper_file.write_text(yaml.safe_dump(paper, sort_keys=False))
     results = tmp_path / "results"
     speeds = [({("quick", 100): [1200, 1260, 1150], ("slow", 100): [1000, 1010, 990],
@@ -88,6 +95,11 @@ def test_export_writes_every_pooled_measurement_and_claim_as_parquet_and_csv(roo
     numerator = json.loads(claims.loc["c1", "sides"])["numerator"]
     assert numerator == {"variant": "quick", "params": {"batch_timeout_ms": 100}}
     assert claims.loc["c1", "n"] == 6 and json.loads(claims.loc["c1", "runs"]) == sorted(m.run_id.unique())
+    questions = read_table(out / "questions.parquet").set_index("question_id")
+    assert list(pd.read_csv(out / "questions.csv").columns) == list(QUESTION_COLUMNS)
+    assert questions.loc["q1", "n"] == 6 and questions.loc["q1", "measured"] > 1.15
+    assert questions.loc["q1", "answer"] == tables["questions"].set_index("question_id").loc["q1", "answer"]
+    assert questions.loc["q1", "answer"] == "yes"  # 1.2 [1.17, 1.24] over 6 pooled repetitions
 
 
 def test_the_documented_snippet_recomputes_every_verdict_and_interval(root, store, tmp_path, monkeypatch):
