@@ -107,6 +107,7 @@ def test_runnable_set_is_as_planned():
         # ours, not the paper's: Table I's workload on today's Fabric (issue 33)
         ("fastfabric", "table1-today-raft"),
         ("fastfabric", "table1-today-bft"),
+        ("fastfabric", "table1-revisit-v31"),
         ("fujitsu-api", "fig2-chaincode-time"),
         ("fujitsu-api", "fig4-api-comparison"),
         ("fujitsu-api", "fig5-network-latency"),
