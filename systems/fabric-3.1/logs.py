@@ -61,7 +61,10 @@ _COMMITTED = re.compile(
     r"\[(?P<channel>[^\]\s]*)\] Committed block \[(?P<block>\d+)\] with (?P<txs>\d+) transaction\(s\) "
     r"in (?P<total>\d+)ms \(state_validation=(?P<sv>\d+)ms block_and_pvtdata_commit=(?P<bpc>\d+)ms "
     r"state_commit=(?P<sc>\d+)ms\) commitHash=\[(?P<hash>[0-9a-f]*)\]")
-_RECEIVED = re.compile(r"Received block \[(?P<block>\d+)\] from buffer(?: channel=(?P<channel>\S+))?")
+# v2.2.2 on: "Received block [n] from buffer channel=<c>" (the channel a logger field); v2.2.0 and v2.2.1:
+# "[<c>] Received block [n] from buffer" (gossip/privdata/coordinator.go, the channel in the message)
+_RECEIVED = re.compile(r"(?:\[(?P<prefix>[^\]\s]+)\] )?Received block \[(?P<block>\d+)\] from buffer"
+                       r"(?: channel=(?P<channel>\S+))?")
 _VALIDATED = re.compile(r"\[(?P<channel>[^\]\s]*)\] Validated block \[(?P<block>\d+)\] in (?P<ms>\d+)ms")
 # fabric-lib-go flogging's default format: %{time:2006-01-02 15:04:05.000 MST} %{id:04x} %{level:.4s} ...
 _STAMP = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) (?P<zone>[A-Z]{3,5}|[+-]\d{4}) ")
@@ -112,10 +115,11 @@ def parse_peer_log(text: str, host: str = "") -> pd.DataFrame:
         line = _ANSI.sub("", raw)
         if "Received block [" in line:
             m = _RECEIVED.search(line)
-            channel = m and (m["channel"] or _json_field(line, "channel"))
+            channel = m and (m["channel"] or m["prefix"] or _json_field(line, "channel"))
             if not channel:
                 raise HarnessError(f"peer log line {number}: a 'Received block' line not in v2.5/v3.1's form "
-                                   f"'Received block [n] from buffer channel=<channel>': {line.strip()[:200]}")
+                                   f"'Received block [n] from buffer channel=<channel>' (nor v2.2.0's "
+                                   f"'[<channel>] Received block [n] from buffer'): {line.strip()[:200]}")
             received[(channel, int(m["block"]))] = _time_ns(line)
             continue
         if "Committed block [" not in line and "Validated block [" not in line:

@@ -264,3 +264,24 @@ def test_a_build_whose_tree_is_of_another_line_is_refused(tmp_path, monkeypatch)
     assert network_files.write(spec)["release"] == "2.5"
     makefile.write_text("BASE_VERSION = 2.2.15\n")
     assert network_files.tree_release(Path(spec["build"])) == "2.2.15"
+
+
+def test_the_peer_log_of_v220_and_v221_names_the_channel_before_received_block():
+    """gossip/privdata/coordinator.go logs "[<c>] Received block [n] from buffer" in v2.2.0 and v2.2.1, and
+    "Received block [n] from buffer channel=<c>" (a logger field) from v2.2.2 on: both give the receive time."""
+    from fabricrepro_systems.fabric_3_1 import logs
+
+    tail = ("2026-11-28 20:05:30.296 UTC [committer.txvalidator] Validate -> INFO 031 [mychannel] Validated block [1] "
+            "in 1ms\n2026-11-28 20:05:30.298 UTC [kvledger] CommitLegacy -> INFO 033 [mychannel] Committed block [1] "
+            "with 1 transaction(s) in 2ms (state_validation=0ms block_and_pvtdata_commit=1ms state_commit=0ms) "
+            "commitHash=[0a74]")
+    for received in ("2026-11-28 20:05:30.295 UTC [gossip.privdata] StoreBlock -> INFO 030 [mychannel] Received "
+                     "block [1] from buffer",
+                     "2026-11-28 20:05:30.295 UTC [gossip.privdata] StoreBlock -> INFO 030 Received block [1] from "
+                     "buffer channel=mychannel"):
+        row = logs.parse_peer_log(received + "\n" + tail).iloc[0]
+        assert (row["channel"], row["block_number"], row["validate_ms"], row["commit_ms"]) == ("mychannel", 1, 1, 2)
+        assert row["committed_at_ns"] - row["received_at_ns"] == 3_000_000
+    with pytest.raises(network_files.HarnessError, match="Received block"):
+        logs.parse_peer_log("2026-11-28 20:05:30.295 UTC [gossip.privdata] StoreBlock -> INFO 030 Received block "
+                            "[1] from buffer\n" + tail)
