@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.plugin_api import HarnessError, Metric, Table
+from harness.plugin_api import HarnessError, Metric, Table, commit_throughput_tps
 
 #: The table's name, and the log of the peer process it is parsed from (``logs/<host>/<PEER_LOG>``).
 TABLE = "fabric3_block_phases"
@@ -210,6 +210,28 @@ def mean_unattributed_ms(phases: pd.DataFrame) -> float:
     return float(rest.mean())
 
 
+def peer_throughput_tps(phases: pd.DataFrame, block_txs: pd.DataFrame) -> float:
+    """Table I's metric on v2.5/v3.1, "the time between committed blocks on the peer": the valid transactions
+    of each measured block, from the codes the peer delivered (table ``block_txs``, which the validity checks
+    hold against the ledger), over the time between the peer's commit lines (``harness.metrics``
+    ``commit_throughput_tps``; the log's times have ms resolution). The v3.1 peer logs each block's
+    transaction count but not its valid count, hence the join. NaN where a measured block's codes are missing
+    or disagree with its logged count: never a count made up."""
+    b = _measured_data_blocks(phases)
+    b = b[b["committed_at_ns"] >= 0]
+    if b.empty or block_txs is None or block_txs.empty:
+        return float("nan")
+    codes = block_txs.drop_duplicates(["block_number", "tx_index"])  # one delivered copy per transaction
+    per_block = codes.groupby("block_number")["validation_code"].agg(
+        txs="size", valid=lambda c: int((c == "VALID").sum()))
+    joined = b.join(per_block, on="block_number", how="left")
+    if joined["txs"].isna().any() or (joined["txs"] != joined["tx_count"]).any():
+        return float("nan")
+    blocks = pd.DataFrame({"block_number": joined["block_number"], "tx_count": joined["tx_count"],
+                           "valid_count": joined["valid"], "committed_ns": joined["committed_at_ns"]})
+    return commit_throughput_tps(blocks)
+
+
 _AS_LOGGED = "(the v2.5/v3.1 peer's log: whole ms, truncated)"
 
 #: The v1.x phase metrics (harness/metrics.py PHASES, from table ``blocks``) and block latency computed from this
@@ -230,6 +252,10 @@ METRICS = (
     Metric("block_latency_ms", "ms", (TABLE,), mean_latency_ms,
            "mean per-block time from coordinator.StoreBlock's start ('Received block [n] from buffer') to the "
            "commit line, from the v2.5/v3.1 peer log's timestamps (wall clock, whole ms)"),
+    Metric("throughput_tps", "tx/s", (TABLE, "block_txs"),
+           lambda fabric3_block_phases, block_txs: peer_throughput_tps(fabric3_block_phases, block_txs),
+           "valid tx per second committed by the peer, from inter-block commit times (Table I's metric): the "
+           "commit lines of the v2.5/v3.1 peer log (ms) and the valid counts the peer delivered"),
     Metric("kvledger_commit_ms", "ms", (TABLE,), lambda fabric3_block_phases: mean_ms(fabric3_block_phases, "commit_ms"),
            f"mean per-block kvledger commit, state validation through the history database's commit {_AS_LOGGED}"),
     Metric("kvledger_unattributed_ms", "ms", (TABLE,), mean_unattributed_ms,

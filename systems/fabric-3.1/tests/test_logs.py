@@ -136,5 +136,30 @@ def test_harness_registers_the_table_and_the_v1x_phase_metrics(tmp_path):
     assert metrics["kvledger_commit_ms"] == pytest.approx(5 / 12)  # "in Xms" of blocks 3-14: 0,0,0,0,1,0,0,1,0,1,1,1
     assert 0 < metrics["block_latency_ms"] < 5
     units = {k: m.unit for k, m in analyze.all_metrics().items() if k.endswith(f"@{L.TABLE}")}
-    assert set(units) == {f"{p}_ms@{L.TABLE}" for p in ("vscc", "mvcc", "block_commit", "state_commit", "block_latency")}
-    assert set(units.values()) == {"ms"}
+    assert set(units) == {f"{p}_ms@{L.TABLE}" for p in ("vscc", "mvcc", "block_commit", "state_commit", "block_latency")} \
+        | {f"throughput_tps@{L.TABLE}"}
+    assert set(units.values()) == {"ms", "tx/s"}
+
+
+def _phases(committed_s: list[float], txs: int = 100):
+    import pandas as pd
+    return pd.DataFrame({"block_number": range(3, 3 + len(committed_s)), "tx_count": txs, "measured": 1,
+                         "committed_at_ns": [int(t * 1e9) for t in committed_s]})
+
+
+def _codes(valid_per_block: dict, txs: int = 100):
+    import pandas as pd
+    rows = [{"host": "client", "block_number": b, "tx_index": i,
+             "validation_code": "VALID" if i < valid else "MVCC_READ_CONFLICT"}
+            for b, valid in valid_per_block.items() for i in range(txs)]
+    return pd.DataFrame(rows)
+
+
+def test_table_1s_metric_joins_the_commit_lines_with_the_delivered_codes():
+    phases = _phases([10.0, 11.0, 12.0])
+    # the first block only opens the interval: (90 + 80) valid over 2 s
+    assert L.peer_throughput_tps(phases, _codes({3: 100, 4: 90, 5: 80})) == pytest.approx(85.0)
+    # negative controls: a block without its codes, or codes that disagree with the logged count, give no value
+    assert math.isnan(L.peer_throughput_tps(phases, _codes({3: 100, 4: 90})))
+    assert math.isnan(L.peer_throughput_tps(phases, _codes({3: 100, 4: 90, 5: 80}, txs=99)))
+    assert math.isnan(L.peer_throughput_tps(phases, None))
