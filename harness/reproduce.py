@@ -281,21 +281,24 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             provider_.hold(f"{paper_id} {experiment['id']}")
             _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream,
                              built=((resumed.metadata.get("build") or {}).get("systems") if resume else None))
-        except HarnessError as e:
+        except BaseException as e:
             if provider_ is not None:
                 provider_.down()
-            if len(experiments) == 1 or isinstance(e, preflight.PreflightError):
+            if not isinstance(e, HarnessError) or len(experiments) == 1 or isinstance(e, preflight.PreflightError):
                 raise
             skipped[experiment["id"]] = str(e)
             print(f"skip {experiment['id']}: {e}", file=stream)
             continue
-        if resume:
-            run = resumed
-            run.resume()
-        else:
-            run = _new_run(results, paper, plan, where, choice, systems_dir)
-        runs.append(run)
-        _execute(experiment["id"], plan, run, provider_, choice, systems_dir, paper_id, stream)
+        try:
+            if resume:
+                run = resumed
+                run.resume()
+            else:
+                run = _new_run(results, paper, plan, where, choice, systems_dir)
+            runs.append(run)
+            _execute(experiment["id"], plan, run, provider_, choice, systems_dir, paper_id, stream)
+        finally:
+            provider_.down()  # idempotent: the run's hosts are already down; the local machine is free again
     if not resume:
         _record_skipped(results, paper_id, skipped)
     render_paper(paper_id, results=results, reports=reports, papers_dir=papers_dir)
