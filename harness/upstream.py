@@ -421,9 +421,26 @@ def _module_flags(recipe: dict) -> list[str]:
     return ["-trimpath", "-buildvcs=false"] + (["-ldflags", " ".join(xs)] if xs else [])
 
 
+def release_variables(spec: dict) -> list[str]:
+    """The variables that may state a recipe's release, in the order they are read (``toolchain.release``
+    ``variable``: one name, or a list where the tree renamed it, e.g. Fabric's BASE_VERSION before v2.5)."""
+    names = spec["variable"]
+    return [names] if isinstance(names, str) else list(names)
+
+
+def variables_text(spec: dict) -> str:
+    """The release variables as a message names them: ``FABRIC_VER`` or ``FABRIC_VER or BASE_VERSION``."""
+    return " or ".join(release_variables(spec))
+
+
 def stated_releases(spec: dict, text: str) -> list[str]:
-    """The values a recipe's ``toolchain.release`` variable is set to in ``text`` (its file), in order."""
-    return re.findall(rf"^{re.escape(spec['variable'])}\s*[?:]?=\s*(\S+)\s*$", text, flags=re.MULTILINE)
+    """The values the first of a recipe's ``toolchain.release`` variables that ``text`` (its file) sets is set
+    to, in order; [] where it sets none of them."""
+    for name in release_variables(spec):
+        found = re.findall(rf"^{re.escape(name)}\s*[?:]?=\s*(\S+)\s*$", text, flags=re.MULTILINE)
+        if found:
+            return found
+    return []
 
 
 def release_line(version: str) -> str:
@@ -445,7 +462,7 @@ def pinned_release(recipe: dict, text: str, pin: dict, systems_dir: Path = SYSTE
     where = f"{pin.get('ref') or pin['commit'][:12]} ({pin['commit'][:12]})"
     if len(found) != 1:
         raise HarnessError(f"{recipe['system']}: {spec['file']} of {recipe['repository']} {where} sets "
-                           f"{spec['variable']} to {', '.join(found) or 'nothing'}: no release to build")
+                           f"{variables_text(spec)} to {', '.join(found) or 'nothing'}: no release to build")
     release, lines = found[0], pin.get("release_lines")
     if lines and release_line(release) not in lines:
         others = {}
@@ -459,7 +476,7 @@ def pinned_release(recipe: dict, text: str, pin: dict, systems_dir: Path = SYSTE
                + ", ".join(f"{s}: {', '.join(l + '.x' for l in ls)}" for s, ls in sorted(others.items())) + ")")
         raise HarnessError(f"{recipe['system']} builds and configures {recipe['repository']} "
                            f"{', '.join(l + '.x' for l in lines)} only, but "
-                           f"{where} is release {release} ({spec['file']}'s {spec['variable']}): {use}")
+                           f"{where} is release {release} ({spec['file']}'s {variables_text(spec)}): {use}")
     return release
 
 
@@ -476,7 +493,7 @@ def _check_release(recipe: dict, tree: Path, pin: dict | None = None, systems_di
     found = stated_releases(spec, text)
     if found != [spec["version"]]:
         raise HarnessError(f"{recipe['system']}: the recipe says release {spec['version']}, but {spec['file']} "
-                           f"of {recipe['commit'][:12]} sets {spec['variable']} to "
+                           f"of {recipe['commit'][:12]} sets {variables_text(spec)} to "
                            f"{', '.join(found) or 'nothing'}")
     return spec["version"]
 

@@ -62,7 +62,7 @@ def lines_of(recipes: dict[str, dict]) -> dict[str, list[str]]:
 def covering(repo: Path, sha: str, recipes: dict[str, dict]) -> tuple[str, str]:
     """(system, release): the one system of ``recipes`` whose lines cover the release the commit's tree states,
     read with each recipe's own file and variable (where several cover what they read, the latest release
-    read: a tree names older releases, e.g. the binaries its bootstrap script installs, never a later one);
+    read: a tree names older releases in other variables, e.g. a stale BASE_VERSION, never a later one);
     NotMeasurable naming what each system read otherwise."""
     found, read = [], []
     for system, recipe in sorted(recipes.items()):
@@ -75,17 +75,17 @@ def covering(repo: Path, sha: str, recipes: dict[str, dict]) -> tuple[str, str]:
         releases = upstream.stated_releases(spec, text)
         where = f"{system} ({', '.join(line + '.x' for line in lines)})"
         if len(releases) != 1:
-            read.append(f"{where}: its {spec['file']} sets {spec['variable']} "
+            read.append(f"{where}: its {spec['file']} sets {upstream.variables_text(spec)} "
                         + (f"{len(releases)} times" if releases else "nowhere"))
         elif upstream.release_line(releases[0]) in lines:
             found.append((system, releases[0]))
         else:
-            read.append(f"{where}: {spec['variable']} {releases[0]}")
+            read.append(f"{where}: {upstream.variables_text(spec)} {releases[0]}")
     if len(found) == 1:
         return found[0]
     if found:
-        # A tree may name an older release than its own (v3.x's scripts/bootstrap.sh installs 2.5 binaries by
-        # default), never a later one: of several systems' readings, the latest release is the tree's.
+        # A tree may name an older release than its own in another variable (a stale BASE_VERSION, the binaries
+        # a bootstrap script downloads), never a later one: of several systems' readings, the latest is the tree's.
         latest = max(version_key(release) for _, release in found)
         found = [(s, release) for s, release in found if version_key(release) == latest]
         if len(found) == 1:

@@ -59,8 +59,8 @@ def tree_release(build: Path) -> str | None:
 
 def check_release(build: Path, release: str) -> None:
     """Refuse a build whose tree is of another line than ``release`` (major.minor, from build.json). The
-    guard behind fabric-2.5's recipe, which reads the release from scripts/bootstrap.sh (the one variable
-    every 2.x tag sets to itself) where a v3.x tree names the latest v2.5 release it would download."""
+    check behind the recipe's own (which reads the same Makefile variables): a build made before that
+    check, or by hand, of another line's tree is refused here, before anything starts."""
     stated = tree_release(build)
     if stated and ".".join(stated.split(".")[:2]) != release:
         raise HarnessError(f"the build {build} was made as release {release}.x, but its tree's Makefile says "

@@ -202,8 +202,8 @@ def test_a_midpoint_across_a_boundary_is_skipped(doubles, toyfab, tmp_path):
 
 
 def test_the_latest_release_a_tree_states_routes_it(toyfab):
-    """A tree may name an older release than its own (v3.x's scripts/bootstrap.sh installs 2.5 binaries by
-    default): where two systems cover what they read, the later release decides."""
+    """A tree may name an older release than its own in another variable (e.g. a stale BASE_VERSION beside
+    FABRIC_VER): where two systems cover what they read, the later release decides."""
     spec = lambda variable, lines: {"toolchain": {"release": {"version": "0", "file": "Makefile", "variable": variable,
                                                              "lines": lines}}}
     recipes = {"old": spec("BASE_VERSION", ["1.4"]), "new": spec("FABRIC_VER", ["3.1"])}

@@ -34,14 +34,11 @@ class Plugin(SystemPlugin):
 
 
 def _release(repo: Path, version: str) -> str:
-    """Commit the Makefile stating ``version`` (as Fabric's: ``FABRIC_VER ?= ...`` from v2.5, ``BASE_VERSION =
-    ...`` before) and scripts/bootstrap.sh (``VERSION=...``, as every 2.x release: fabric-2.5's recipe reads
-    it), and tag it v<version>."""
+    """Commit the Makefile stating ``version`` as Fabric's does (``FABRIC_VER ?= ...`` from v2.5, ``BASE_VERSION =
+    ...`` before; a v2.5+ tree may keep an unrelated BASE_VERSION: FABRIC_VER is read first), tag it v<version>."""
     makefile = f"BASE_VERSION = unused\nFABRIC_VER ?= {version}\n" if version >= "2.5" else f"BASE_VERSION = {version}\n"
     (repo / "Makefile").write_text(makefile)
-    (repo / "scripts").mkdir(exist_ok=True)
-    (repo / "scripts" / "bootstrap.sh").write_text(f"#!/bin/bash\nVERSION={version}\nCA_VERSION=1.5.0\n")
-    git(repo, "add", "scripts/bootstrap.sh")
+    git(repo, "add", "Makefile")
     git(repo, *IDENTITY, "commit", "-qam", f"release {version}")
     git(repo, "tag", f"v{version}")
     return git(repo, "rev-parse", "HEAD")

@@ -1,6 +1,6 @@
 """The v3.1 and v2.5 recipes (systems/fabric-3.1, systems/fabric-2.5): valid, pinned to the snapshot's
 commit, and linking the release the tree itself states (fabric-3.1: the Makefile's FABRIC_VER; fabric-2.5:
-scripts/bootstrap.sh's VERSION, which every 2.x release sets) into the variables the tree declares.
+its FABRIC_VER, or BASE_VERSION before v2.5.0) into the variables the tree declares.
 
 Fast: reads three small files out of each snapshot (skipped with the reason without ../shared/upstream)."""
 

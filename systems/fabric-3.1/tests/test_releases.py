@@ -252,8 +252,8 @@ def test_the_real_samples_have_every_key_written(tag, release):
 
 
 def test_a_build_whose_tree_is_of_another_line_is_refused(tmp_path, monkeypatch):
-    """fabric-2.5 reads the release from scripts/bootstrap.sh, where a v3.x tree names the latest v2.5 release:
-    network-files (and the smoke) check the tree's Makefile (BASE_VERSION before v2.5.0, FABRIC_VER after)."""
+    """network-files (and the smoke) check the build's tree's Makefile (BASE_VERSION before v2.5.0, FABRIC_VER
+    after) against the release the build recorded: a build of another line's tree is refused."""
     _stub_binaries(monkeypatch, [])
     spec = _spec(tmp_path, "2.5")
     makefile = network_files.sample_tree(Path(spec["build"])).parent / "Makefile"
