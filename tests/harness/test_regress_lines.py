@@ -13,13 +13,13 @@ recipes and the experiment's variants are the real ones.
 from __future__ import annotations
 
 import random
-import subprocess
 
 import pytest
 
 from harness import regress as R
 from harness.regress import lines as RL, run as RR
 from harness.regress.build import NotMeasurable
+from tests.harness.git_repos import IDENTITY, git
 
 URL = "https://github.com/example/toyfab.git"
 # tag, its Makefile, its speed (tx/s): v2.0.0 is of a line no system covers; v2.5.2 is 30% slower than
@@ -53,22 +53,15 @@ def toyfab(tmp_path_factory):
     root = tmp_path_factory.mktemp("toyfab")
     repo = root / "toyfab"
     repo.mkdir()
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
-
-    def git(*args):
-        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                              env=env).stdout.strip()
-
-    git("init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main")
     shas = {}
     for tag, makefile, speed in TAGS:
         (repo / "Makefile").write_text(makefile)
         (repo / "speed").write_text(f"{speed}\n")
-        git("add", "Makefile", "speed")
-        git("commit", "-q", "-m", f"release {tag}")
-        git("tag", tag)
-        shas[tag] = git("rev-parse", "HEAD")
+        git(repo, "add", "Makefile", "speed")
+        git(repo, *IDENTITY, "commit", "-q", "-m", f"release {tag}")
+        git(repo, "tag", tag)
+        shas[tag] = git(repo, "rev-parse", "HEAD")
     systems = root / "systems"
     for system, tag, variable, lines, driver, parameters in (
             ("toyfab-1.4", "v1.4.0", "BASE_VERSION", ["1.3", "1.4"], "e2e-kafka", "orderer_type"),
@@ -110,8 +103,7 @@ def doubles(monkeypatch, toyfab, tmp_path):
         return root / commit["key"], 0.0
 
     def measure(tracked, commit, bin_dir, paper, experiment, scale, repeat, store, fresh=False, stream=None):
-        speed = float(subprocess.run(["git", "-C", str(toyfab["repo"]), "show", f"{commit['sha']}:speed"],
-                                     capture_output=True, text=True, check=True).stdout)
+        speed = float(git(toyfab["repo"], "show", f"{commit['sha']}:speed"))
         assert store.name == tracked["system"], "runs are stored under the commit's own system"
         return {"values": [rng.gauss(speed, 0.03 * speed) for _ in range(repeat)], "runs": [], "seconds": 0.0,
                 "reused": False}
