@@ -13,15 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.upstream import file_lock
+from harness import machine_lock
 
 ROOT = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-
-#: The lock `invoke regress` also takes (harness/regress/run.py); empty disables it.
-NETWORK_LOCK = os.environ.get("FABRICREPRO_NETWORK_LOCK", "/tmp/fabricrepro-network.lock")
-
 
 def netns_skip_reason() -> str | None:
     """Why network-namespace hosts cannot be built here (None when they can)."""
@@ -44,31 +40,11 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _one_network_at_a_time(request):
-    """Tests marked ``network`` run under the machine's network lock (taken after their
-    module's builds, which need no lock). Do not wrap pytest in ``flock`` on the same file."""
+    """Tests marked ``network`` run under the machine's network lock (harness/machine_lock.py; taken after
+    their module's builds, which need no lock). Pytest wrapped in ``flock`` on the same file holds it already."""
     # the marker, not a keyword: a parametrization id "network" (test_terraform's) is a keyword too
-    if request.node.get_closest_marker("network") is None or not NETWORK_LOCK:
+    if request.node.get_closest_marker("network") is None:
         yield
         return
-    if _held_by_an_ancestor(Path(NETWORK_LOCK)):
-        yield  # pytest wrapped in `flock` on the same file: taking it again would wait forever
-        return
-    with file_lock(Path(NETWORK_LOCK)):
+    with machine_lock.machine(f"test {request.node.nodeid}"):
         yield
-
-
-def _held_by_an_ancestor(path: Path) -> bool:
-    """Whether one of this process's ancestors holds the flock on ``path`` (/proc/locks)."""
-    try:
-        inode = path.stat().st_ino
-        holders = {int(f[4]) for f in (line.split() for line in Path("/proc/locks").read_text().splitlines())
-                   if len(f) > 5 and f[1] == "FLOCK" and f[5].rsplit(":", 1)[-1] == str(inode)}
-        pid = os.getppid()
-        while pid > 1:
-            if pid in holders:
-                return True
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            pid = int(stat.rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return False
-    return False

@@ -2,61 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
-import os
 import sys
-import tempfile
-import threading
-import time
 from pathlib import Path
 
-from .. import REPO_ROOT
+from .. import REPO_ROOT, machine_lock
 from .base import Provider, groups_of
-
-#: One local run at a time on this machine: every local run's components listen on the same loopback ports,
-#: and two runs at once would also measure each other. Override with FABRICREPRO_LOCAL_LOCK (a file path).
-LOCK_FILE = Path(os.environ.get("FABRICREPRO_LOCAL_LOCK") or Path(tempfile.gettempdir()) / "fabricrepro-local.lock")
-
-_held = {"count": 0, "fd": None}   # this process's hold (re-entrant: a test may nest providers)
-_held_guard = threading.Lock()
-
-
-def acquire_machine(run_dir: Path, say=print, poll_s: float = 1.0) -> None:
-    """Hold this machine for a local run, waiting (and saying whose run it waits for) while another holds it."""
-    with _held_guard:
-        if _held["count"]:
-            _held["count"] += 1
-            return
-        LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o666)
-        waited = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not waited:
-                    holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "unknown"
-                    say(f"waiting for this machine: another local run holds it ({holder}; lock {LOCK_FILE})")
-                    waited = True
-                time.sleep(poll_s)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, run {run_dir}".encode(), 0)
-        _held.update(count=1, fd=fd)
-
-
-def release_machine() -> None:
-    """Give this machine back (idempotent)."""
-    with _held_guard:
-        if not _held["count"]:
-            return
-        _held["count"] -= 1
-        if _held["count"] == 0:
-            fd = _held["fd"]
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-            _held["fd"] = None
 
 
 class LocalProvider(Provider):
@@ -71,8 +21,9 @@ class LocalProvider(Provider):
         self._holds = False   # whether this provider holds the machine (up ... down)
 
     def hold(self, label: str) -> None:
+        # one network at a time on this machine (harness/machine_lock.py), from the run's port checks on
         if not self._holds:
-            acquire_machine(label)
+            machine_lock.acquire(label)
             self._holds = True
 
     def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
@@ -82,7 +33,7 @@ class LocalProvider(Provider):
 
     def down(self) -> None:
         if self._holds:
-            release_machine()
+            machine_lock.release()
             self._holds = False
 
     def host_vars(self, host: str) -> dict:

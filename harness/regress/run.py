@@ -4,13 +4,11 @@ batches of one commit, and bisection."""
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
-from .. import cpus, upstream
+from .. import cpus, machine_lock
 from ..errors import HarnessError
 from ..rundir import Run, read_json, run_cores
 from ..stats import compare, median_interval
@@ -18,29 +16,11 @@ from .build import REFERENCE, NotMeasurable, build, pin_of, reference_variants
 from .git import describe, first_parent_line
 from .lines import boundary
 
-#: The machine's one-network-at-a-time lock (flock). Set FABRICREPRO_NETWORK_LOCK to another file, or to
-#: nothing when the caller already holds it (a test run under flock).
-NETWORK_LOCK = os.environ.get("FABRICREPRO_NETWORK_LOCK", "/tmp/fabricrepro-network.lock")
 
-_lock_held = False
-
-
-@contextmanager
 def network_lock():
-    """One network at a time on this machine (fixed ports, CPU measurements): the project's flock.
-
-    Re-entrant, so that a re-measurement holds it across all its alternating points (one wait in the queue).
-    """
-    global _lock_held
-    if not NETWORK_LOCK or _lock_held:
-        yield
-        return
-    with upstream.file_lock(Path(NETWORK_LOCK)):
-        _lock_held = True
-        try:
-            yield
-        finally:
-            _lock_held = False
+    """One network at a time on this machine (harness/machine_lock.py), held across a commit's measurements
+    (a re-measurement's alternating points wait once); each point's run takes it again inside, re-entrantly."""
+    return machine_lock.machine("invoke regress")
 
 
 def samples(run_path: Path, metric: str) -> list[float]:

@@ -90,7 +90,7 @@ def test_commits_and_build_keys(repo):
 @pytest.fixture
 def doubles(monkeypatch, repo, tmp_path):
     """TEST DOUBLES of build and measure: throughput 1000 tx/s with 5% noise, 700 once the sleep is in."""
-    monkeypatch.setattr(RR, "NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: nothing runs
+    monkeypatch.setenv("FABRICREPRO_NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: nothing runs
     rng = random.Random(11)
     measured = []
 
@@ -270,7 +270,7 @@ def test_median_interval_states_the_coverage_it_reaches():
 
 def test_network_lock_is_reentrant_and_released(monkeypatch, tmp_path):
     """A re-measurement holds the lock across its points and each point's run takes it again inside."""
-    monkeypatch.setattr(RR, "NETWORK_LOCK", str(tmp_path / "network.lock"))
+    monkeypatch.setenv("FABRICREPRO_NETWORK_LOCK", str(tmp_path / "network.lock"))
     with RR.network_lock():
         with RR.network_lock():
             pass
@@ -317,7 +317,7 @@ def test_a_stored_run_is_reused_only_when_its_points_ran_on_the_cores_available_
     (run / "resolved.yaml").write_text("parameters: {}\nsweep: {}\n")
     called = []
     monkeypatch.setattr("harness.reproduce.reproduce", lambda *a, **k: called.append(1) or [])
-    monkeypatch.setattr(RR, "NETWORK_LOCK", str(tmp_path / "network.lock"))
+    monkeypatch.setenv("FABRICREPRO_NETWORK_LOCK", str(tmp_path / "network.lock"))
     experiment = {"id": "bench", "metric": "tps"}
     tracked = {"system": "fabric-1.2", "variant": "v", "repo": tmp_path, "driver": "end-to-end"}
 

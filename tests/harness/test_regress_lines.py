@@ -88,7 +88,7 @@ EXPERIMENT = {"id": "today", "metric": "delivery_throughput_tps", "driver": "e2e
 @pytest.fixture
 def doubles(monkeypatch, toyfab, tmp_path):
     """TEST DOUBLES of build and measure; what each build was asked (its tracked system) is kept."""
-    monkeypatch.setattr(RR, "NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: nothing runs
+    monkeypatch.setenv("FABRICREPRO_NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: nothing runs
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{toyfab['repo']}.insteadOf")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", URL)
@@ -220,7 +220,7 @@ def test_a_run_refused_leaves_its_commit_not_measurable_and_the_series_goes_on(m
 
     def refuse(*args, **kwargs):
         raise HarnessError("preflight: 2 problem(s), nothing was deployed:\n  - port 17050 in use\n  - port 17051 in use")
-    monkeypatch.setattr(RR, "NETWORK_LOCK", "")
+    monkeypatch.setenv("FABRICREPRO_NETWORK_LOCK", "")
     monkeypatch.setattr("harness.reproduce.reproduce", refuse)
     tracked = {"system": "toyfab-2.5", "variant": "toyfab-2.5-raft", "repo": tmp_path, "driver": "e2e"}
     commit = {"sha": "a" * 40, "key": "a" * 16, "ref": "v2.5.1"}

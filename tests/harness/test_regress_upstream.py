@@ -176,7 +176,7 @@ drivers:
 @pytest.fixture
 def doubles(monkeypatch, toy, tmp_path):
     """The toy's experiment, and a TEST DOUBLE of measure that runs the built program."""
-    monkeypatch.setattr(RR, "NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: no network runs
+    monkeypatch.setenv("FABRICREPRO_NETWORK_LOCK", str(tmp_path / "network.lock"))  # not the machine's: no network runs
     # git's own URL rewriting: a clone of the recipe's GitHub URL reaches the toy repository
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{toy['repo']}.insteadOf")

@@ -1,42 +1,60 @@
-"""One local run at a time on a machine (harness/providers/local.py): a second local provider's ``up`` waits,
-saying whose run holds the machine, until the first is ``down``."""
+"""One network at a time on a machine (harness/machine_lock.py), which a local run holds from its port checks
+to its end (harness/providers/local.py): a second run waits, saying whose run holds the machine; a process
+whose ancestor holds it (a test, then the run it starts) does not wait for itself."""
 
 import subprocess
 import sys
 import threading
 import time
 
+import pytest
+
+from harness import REPO_ROOT, machine_lock
 from harness.providers import local
 
+#: Another process trying the lock without waiting: "took", or "held" and what the holder wrote.
+PROBE = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR)\n"
+         "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('took')\n"
+         "except BlockingIOError:\n    print('held', os.pread(fd, 200, 0).decode())")
 
-def test_a_second_local_run_waits_until_the_first_is_down(tmp_path, monkeypatch):
-    monkeypatch.setattr(local, "LOCK_FILE", tmp_path / "local.lock")
+
+@pytest.fixture
+def lock(tmp_path, monkeypatch):
+    """The lock in a file of this test's own, and no hold of this process's left from another test."""
+    path = tmp_path / "network.lock"
+    monkeypatch.setenv("FABRICREPRO_NETWORK_LOCK", str(path))
+    assert machine_lock.holds() == 0, "a hold of this process outlived its test"
+    yield path
+    while machine_lock.holds():
+        machine_lock.release()
+
+
+def _probe(path) -> str:
+    return subprocess.run([sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True).stdout.strip()
+
+
+def test_a_second_run_cannot_take_the_machine_until_the_first_is_down(lock, tmp_path):
     first = local.LocalProvider(work_root=tmp_path / "w")
-    first.up({"peer": ["peer"]}, tmp_path / "run-a")
-    # another process (a second `invoke reproduce`) cannot take the machine while the first holds it
-    probe = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR)\n"
-             "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('took')\n"
-             "except BlockingIOError:\n    print('held', os.pread(fd, 200, 0).decode())")
-    held = subprocess.run([sys.executable, "-c", probe, str(local.LOCK_FILE)], capture_output=True, text=True)
-    assert held.stdout.startswith("held") and "run-a" in held.stdout
+    first.hold("fastfabric table1-today-raft")  # the port checks
+    first.up({"peer": ["peer"]}, tmp_path / "run-a")  # the run: the same hold
+    assert machine_lock.holds() == 1
+    held = _probe(lock)
+    assert held.startswith("held") and "fastfabric table1-today-raft" in held
     first.down()
-    free = subprocess.run([sys.executable, "-c", probe, str(local.LOCK_FILE)], capture_output=True, text=True)
-    assert free.stdout.strip() == "took"  # negative control: after down, the machine is free
+    assert _probe(lock) == "took" and machine_lock.holds() == 0  # negative control: after down, free
     first.down()  # idempotent
 
 
-def test_the_waiting_run_says_whose_run_it_waits_for(tmp_path, monkeypatch):
-    monkeypatch.setattr(local, "LOCK_FILE", tmp_path / "local.lock")
+def test_the_waiting_run_says_whose_run_it_waits_for(lock, tmp_path):
     holder = subprocess.Popen([sys.executable, "-c",
                                "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR);"
                                "fcntl.flock(fd, fcntl.LOCK_EX); os.pwrite(fd, b'pid 1, run other', 0);"
-                               "print('ready', flush=True); time.sleep(30)", str(local.LOCK_FILE)],
+                               "print('ready', flush=True); time.sleep(30)", str(lock)],
                               stdout=subprocess.PIPE, text=True)
+    said, done = [], threading.Event()
     try:
         assert holder.stdout.readline().strip() == "ready"
-        said, done = [], threading.Event()
-        waiter = threading.Thread(target=lambda: (local.acquire_machine(tmp_path / "mine", said.append, 0.05),
-                                                  done.set()))
+        waiter = threading.Thread(target=lambda: (machine_lock.acquire("mine", said.append, 0.05), done.set()))
         waiter.start()
         time.sleep(0.5)
         assert not done.is_set() and said and "run other" in said[0]
@@ -44,16 +62,25 @@ def test_the_waiting_run_says_whose_run_it_waits_for(tmp_path, monkeypatch):
         holder.kill()
         holder.wait()
     waiter.join(10)
-    assert done.is_set()
-    local.release_machine()
+    assert done.is_set() and machine_lock.holds() == 1
 
 
-def test_the_run_holds_the_machine_from_its_checks_on(tmp_path, monkeypatch):
-    """``hold`` (before the port checks) and ``up`` (the run) take the machine once; ``down`` frees it."""
-    monkeypatch.setattr(local, "LOCK_FILE", tmp_path / "local.lock")
-    provider = local.LocalProvider(work_root=tmp_path / "w")
-    provider.hold("fastfabric table1-today-raft")
-    provider.up({"peer": ["peer"]}, tmp_path / "run-a")
-    assert local._held["count"] == 1
-    provider.down()
-    assert local._held["count"] == 0
+def test_a_process_whose_ancestor_holds_the_machine_does_not_wait_for_it(lock):
+    """A test holds the lock and starts `invoke reproduce`: the run must not wait for its own parent."""
+    child = ("from harness import machine_lock; machine_lock.acquire('child', poll_s=0.05); "
+             "print('acquired', machine_lock.holds())")
+    with machine_lock.machine("the test"):
+        out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=20,
+                             cwd=REPO_ROOT)
+        assert out.stdout.strip() == "acquired 1", out.stderr
+        assert machine_lock.holds() == 1
+        with machine_lock.machine("a run inside the test"):  # re-entrant within the process
+            assert machine_lock.holds() == 2
+    assert machine_lock.holds() == 0 and _probe(lock) == "took"
+
+
+def test_an_empty_setting_takes_no_lock(monkeypatch, tmp_path):
+    monkeypatch.setenv("FABRICREPRO_NETWORK_LOCK", "")
+    with machine_lock.machine("no lock"):
+        assert machine_lock.holds() == 1
+    assert machine_lock.holds() == 0
