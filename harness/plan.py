@@ -182,8 +182,13 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
         system = load_system(v["system"], root / "systems")
         defaults = {k: s["default"] for k, s in system["reference"]["switches"].items()}
         switches, sources = resolve({"system": defaults, "experiment": v.get("switches") or {}})
+        # The variant's own fixed parameters (each system's ordering service beside another's), over the
+        # experiment's and under the environment's and the command line's.
+        own = {k: val for k, val in (v.get("parameters") or {}).items() if k not in environment and k not in overrides}
+        for name, value in own.items():
+            check(name, value, f"{in_file}, variant {v['id']}", declared)
         variants[v["id"]] = {"system": v["system"], "label": v.get("label", v["id"]),
-                             "switches": switches, "switch_sources": sources}
+                             "switches": switches, "switch_sources": sources, "parameters": own}
 
     resolved = {
         "schema_version": SCHEMA_VERSION,
@@ -195,7 +200,9 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
         "sweep": sweep,
         "variants": {vid: {"system": v["system"], "label": v["label"],
                            "switches": {k: {"value": v["switches"][k], "source": v["switch_sources"][k]}
-                                        for k in sorted(v["switches"])}}
+                                        for k in sorted(v["switches"])},
+                           **({"parameters": {k: {"value": v["parameters"][k], "source": "variant"}
+                                              for k in sorted(v["parameters"])}} if v["parameters"] else {})}
                      for vid, v in variants.items()},
         "not_runnable_variants": not_runnable,
     }
@@ -203,6 +210,11 @@ def make_plan(paper: Paper, experiment: dict, scale: str, *, overrides: dict | N
     resolved["points"] = [p.id for p in points]
     return Plan(paper=paper.id, experiment=experiment, scale=scale, repetitions=repetitions,
                 points=points, resolved=resolved)
+
+
+def variant_parameters(variant: dict) -> dict:
+    """A resolved variant's own fixed parameters (none in runs made before variants had them)."""
+    return {k: p["value"] for k, p in (variant.get("parameters") or {}).items()}
 
 
 def expand(resolved: dict) -> list[Point]:
@@ -222,7 +234,7 @@ def expand(resolved: dict) -> list[Point]:
                 swept = dict(zip(names, values))
                 points.append(Point(id=point_id(vid, swept, rep), variant=vid, system=v["system"],
                                     label=v["label"], repetition=rep, sweep=swept,
-                                    parameters={**base, **swept}, switches=switches))
+                                    parameters={**base, **variant_parameters(v), **swept}, switches=switches))
     return points
 
 
@@ -257,7 +269,7 @@ def control_points(resolved: dict) -> list[Point]:
     points = []
     for vid, mutations in sorted((control.get("parameters") or {}).items()):
         v = resolved["variants"][vid]
-        parameters = {**base, **first, **mutations}
+        parameters = {**base, **variant_parameters(v), **first, **mutations}
         if "transactions" in parameters:
             parameters["transactions"] = min(int(parameters["transactions"]), int(control["max_transactions"]))
         points.append(Point(id="control__" + point_id(vid, first, 0), variant=vid, system=v["system"],

@@ -170,6 +170,12 @@ class SystemPlugin:
         """Commands of this system's own (a microbenchmark of its library, a probe of the host)."""
         return []
 
+    def ordering_service(self, parameters: dict) -> str | None:
+        """The ordering service a point with these parameters deploys, as a page names it ("Kafka", "Raft",
+        "SmartBFT"), or None where the system has none to name. ``invoke regress`` across a line of systems
+        compares two releases only where it is the same (harness/regress/lines.py)."""
+        return None
+
     def upstream_ref(self, parameters: dict) -> dict | None:
         """A user's own commit of this system's upstream code that a run's parameters ask for, instead of its
         recipe's pin: ``{"ref": <tag, branch or commit of the recipe's repository>, "parameter": <its name>}``

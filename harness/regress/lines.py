@@ -13,8 +13,8 @@ measures it. A commit that no system covers, or whose system has no variant
 in the experiment, is *not measurable* with the reason.
 
 Each measured commit carries its *segment*: the system, the variant, the
-driver and the ordering service of its points (``ORDERING_PARAMETERS``: the
-point parameter that names it). Two commits of different segments are never
+driver and the ordering service of its points (its system's plugin hook
+``ordering_service``: "Kafka", "Raft", "SmartBFT"). Two commits of different segments are never
 tested against each other (``boundary``): their numbers come from different
 deployments, and a change test across them would call the deployment's
 difference a regression. Bisection never crosses a boundary either.
@@ -22,7 +22,6 @@ difference a regression. Bisection never crosses a boundary either.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from .. import upstream
@@ -30,12 +29,8 @@ from ..errors import HarnessError
 from .build import NotMeasurable, upstream_variant
 from .git import clone, git
 
-#: The point parameters that name a deployment's ordering service (fabric-3.1's ``ordering``, fabric-1.2's
-#: ``orderer_type``), and how the page names their values.
-ORDERING_PARAMETERS = ("ordering", "orderer_type")
-ORDERING_NAMES = {"kafka": "Kafka", "solo": "Solo", "etcdraft": "Raft", "BFT": "SmartBFT"}
 #: What a segment is made of, in the order a boundary names its changes.
-SEGMENT_KEYS = ("ordering", "system", "variant", "driver")
+SEGMENT_KEYS = ("ordering_service", "system", "variant", "driver")
 
 
 def line_systems(name: str, systems_dir: Path) -> dict[str, dict]:
@@ -95,59 +90,43 @@ def covering(repo: Path, sha: str, recipes: dict[str, dict]) -> tuple[str, str]:
     raise NotMeasurable("no system covers its release: " + "; ".join(read))
 
 
-def declared(system: str, systems_dir: Path) -> set[str]:
-    """The parameters ``system`` declares (``systems/<system>/parameters.yaml``, and those of the systems it
-    ``extends``)."""
-    import yaml
-    names, seen = set(), set()
-    while system and system not in seen:
-        seen.add(system)
-        for_params, for_system = systems_dir / system / "parameters.yaml", systems_dir / system / "system.yaml"
-        if for_params.is_file():
-            names |= set(yaml.safe_load(for_params.read_text(encoding="utf-8")) or {})
-        system = (yaml.safe_load(for_system.read_text(encoding="utf-8")) or {}).get("extends") \
-            if for_system.is_file() else None
-    return names
-
-
 def version_key(release: str) -> tuple:
     """A release's order: ``2.5.16`` -> (2, 5, 16); a part that is no number sorts first."""
     return tuple(int(part) if part.isdigit() else -1 for part in release.split("-")[0].split("."))
 
 
 def ordering_of(paper: str, experiment: dict, variant: dict, scale: str, systems_dir: Path) -> str | None:
-    """The ordering service the variant's points deploy: the value of the ``ORDERING_PARAMETERS`` its system
-    declares (an experiment may fix both, one per system) in the plan (``plan.make_plan`` with the
-    environment, as ``reproduce`` resolves it), or in the experiment's and the variant's fixed parameters
-    where no plan can be made (a test's systems); None where none names it."""
+    """The ordering service the variant's points deploy, as its system's plugin names it (hook
+    ``ordering_service``) from the points' parameters: the plan's (``plan.make_plan`` with the environment, as
+    ``reproduce`` resolves it), or the experiment's and the variant's fixed parameters where no plan can be
+    made (a test's systems); several values are joined by commas; None where the system names none."""
     from ..catalogue import load_paper
     from ..plan import for_build, make_plan
-    names = [n for n in ORDERING_PARAMETERS if n in declared(variant["system"], systems_dir)] or ORDERING_PARAMETERS
+    from ..systems import plugin
+    try:
+        hook = plugin(variant["system"], systems_dir).ordering_service
+    except HarnessError:  # a recipe without a system.yaml (a test's toy upstream): nothing names its ordering
+        return None
     try:
         plan = make_plan(load_paper(paper), for_build(experiment, "upstream"), scale, only_variants=[variant["id"]])
-        found = {p.parameters.get(name) for p in plan.points if not p.control
-                 for name in names if p.parameters.get(name) is not None}
+        found = {hook(p.parameters) for p in plan.points if not p.control} - {None}
         if found:
-            return ",".join(sorted(str(v) for v in found))
+            return ",".join(sorted(found))
     except (HarnessError, OSError, KeyError):
         pass
     fixed = {**((experiment.get("parameters") or {}).get("fixed") or {}), **(variant.get("parameters") or {})}
-    for name in names:
-        value = os.environ.get(f"FABRICREPRO_{name.upper()}") or fixed.get(name)
-        if value is not None:
-            return str(value)
-    return None
+    return hook(fixed)
 
 
 def segment(system: str, variant: dict | None, experiment: dict, ordering: str | None) -> dict:
     """What must agree for two commits' samples to be tested against each other."""
     return {"system": system, "variant": (variant or {}).get("id"),
-            "driver": (variant or {}).get("driver") or experiment["driver"], "ordering": ordering}
+            "driver": (variant or {}).get("driver") or experiment["driver"], "ordering_service": ordering}
 
 
 def ordering_name(value: str | None) -> str:
-    """A page's name of an ordering service (``etcdraft`` -> Raft); 'none named' for None."""
-    return "none named" if value is None else ",".join(ORDERING_NAMES.get(v, v) for v in value.split(","))
+    """A page's name of an ordering service: the plugin's, or 'none named' for None."""
+    return "none named" if value is None else value
 
 
 def boundary(before: dict | None, after: dict | None) -> dict | None:
@@ -157,7 +136,7 @@ def boundary(before: dict | None, after: dict | None) -> dict | None:
         return None
     changes = {k: [before.get(k), after.get(k)] for k in SEGMENT_KEYS if before.get(k) != after.get(k)}
     key, (a, b) = next(iter(changes.items()))
-    headline = (f"ordering service changes ({ordering_name(a)} → {ordering_name(b)})" if key == "ordering"
+    headline = (f"ordering service changes ({ordering_name(a)} → {ordering_name(b)})" if key == "ordering_service"
                 else f"{key} changes ({a} → {b})")
     return {"why": f"not compared: {headline}", "changes": changes, "from": before, "to": after}
 

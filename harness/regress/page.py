@@ -142,7 +142,7 @@ def segment_text(row: dict) -> str:
     if not seg:
         return ""
     return (f"{seg['system']}" + (f", {seg['variant']}" if seg.get("variant") else "")
-            + (f", {ordering_name(seg['ordering'])}" if seg.get("ordering") else "")
+            + (f", {ordering_name(seg['ordering_service'])}" if seg.get("ordering_service") else "")
             + (f", release {row['release']}" if row.get("release") else ""))
 
 

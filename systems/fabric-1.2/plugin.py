@@ -10,6 +10,10 @@ from harness.plugin_api import SystemPlugin
 
 
 class Plugin(SystemPlugin):
+    def ordering_service(self, parameters: dict) -> str | None:
+        # the roles' ordering service (fabric_crypto_orderer_type below): Fabric 1.x's Solo or Kafka
+        return {"solo": "Solo", "kafka": "Kafka"}.get(str(parameters.get("orderer_type", "solo")))
+
     def role_variables(self, parameters: dict) -> dict:
         # Fabric 1.2's peer benchmark (role fabric_peerbench, patches 0003-0005; FastFabric's fastfabric_peerbench
         # takes the same, its plugin): the point's transactions in pre-made blocks of block_size, its VSCC

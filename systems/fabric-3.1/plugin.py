@@ -9,6 +9,10 @@ from . import logs, network_files, smoke
 
 
 class Plugin(SystemPlugin):
+    def ordering_service(self, parameters: dict) -> str | None:
+        # fabric3_network's consensus (role default etcdraft): Raft, or SmartBFT (v3.0 on)
+        return {"etcdraft": "Raft", "BFT": "SmartBFT"}.get(str(parameters.get("ordering", "etcdraft")))
+
     def role_variables(self, parameters: dict) -> dict:
         # The network's ordering and block cutting (fabric3_network), and the load generator's bad creators
         # and stale reads (mutation tests, docs/validity.md), counts of its transfers as for Fabric 1.2.

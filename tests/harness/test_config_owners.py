@@ -6,8 +6,8 @@
   A parameter of one system is declared in ``systems/<system>/parameters.yaml`` of the lowest system that every
   system using it is or extends: the base where a system and one extending it use it. A system *uses* a
   parameter its code names (a string constant of its non-test Python: its plugin reads it), else one its
-  experiments set (a variant of that system in an experiment of papers/*.yaml that sets it: fixed, sweep,
-  workload, scales, reference_build, panels). The core defaults (harness/defaults.yaml) only the core's.
+  experiments set (a variant of that system in an experiment of papers/*.yaml that sets it: the variant's own
+  parameters, or the experiment's fixed, sweep, workload, scales, reference_build, panels). The core defaults (harness/defaults.yaml) only the core's.
 * Block size is one parameter, ``block_size``: every role variable of a block size (``*_block_size``,
   ``*_batch_size``) of every role a system's drivers run gets the point's ``block_size`` from the core's or the
   system's role variables, and its default is a value, never another role's variable.
@@ -113,6 +113,9 @@ def setters() -> dict[str, set[str]]:
                 names |= _names(panel.get("params"))
             for name in names:
                 out.setdefault(name, set()).update(v["system"] for v in e.get("variants") or [])
+            for v in e.get("variants") or []:  # a variant's own parameters: its system's alone
+                for name in _names(v.get("parameters")):
+                    out.setdefault(name, set()).add(v["system"])
     return out
 
 

@@ -81,11 +81,11 @@ def test_helpers_with_a_leading_underscore_and_a_plugin_without_the_base_class(t
 
 def test_every_hook_is_specified_once_with_a_default_that_adds_nothing(tmp_path):
     assert set(plugin_api.HOOKS) == {"role_variables", "tables", "metrics", "report_parts", "build_kinds",
-                                     "independent_checks", "commands", "upstream_ref"}
+                                     "independent_checks", "commands", "upstream_ref", "ordering_service"}
     system(tmp_path, "bare")
     bare = systems.plugin("bare", tmp_path)
     assert type(bare) is plugin_api.SystemPlugin
-    assert all(not getattr(bare, h)(*([{}] if h in ("role_variables", "upstream_ref") else []))
+    assert all(not getattr(bare, h)(*([{}] if h in ("role_variables", "upstream_ref", "ordering_service") else []))
                for h in plugin_api.HOOKS)
 
 

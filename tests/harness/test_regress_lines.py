@@ -47,6 +47,18 @@ drivers:
 """
 
 
+#: A TEST DOUBLE system's plugin: its ordering service named from its own parameter (as fabric-1.2's and
+#: fabric-3.1's plugins name theirs).
+PLUGIN = """from harness.plugin_api import SystemPlugin
+
+
+class Plugin(SystemPlugin):
+    def ordering_service(self, parameters):
+        names = {{"kafka": "Kafka", "etcdraft": "Raft"}}
+        return names.get(parameters.get("{parameter}"))
+"""
+
+
 @pytest.fixture(scope="module")
 def toyfab(tmp_path_factory):
     """The toy repository (one line of history, a tag per release) and the systems of the line toyfab."""
@@ -71,18 +83,22 @@ def toyfab(tmp_path_factory):
         (systems / system / "upstream.yaml").write_text(
             recipe(system, shas[tag], variable, tag[1:], lines, driver))
         if parameters:  # toyfab-3.1 declares nothing of its own: it extends toyfab-2.5
+            (systems / system / "system.yaml").write_text(f"id: {system}\n")
             (systems / system / "parameters.yaml").write_text(f"{parameters}: {{type: string}}\n")
+            (systems / system / "plugin.py").write_text(PLUGIN.format(parameter=parameters))
         else:
-            (systems / system / "system.yaml").write_text("extends: toyfab-2.5\n")
+            (systems / system / "system.yaml").write_text(f"id: {system}\nextends: toyfab-2.5\n")
     return {"repo": repo, "systems": systems, "shas": shas, "root": root}
 
 
 EXPERIMENT = {"id": "today", "metric": "delivery_throughput_tps", "driver": "e2e",
-              # both ordering parameters fixed, each system reading its own (as table1-today-raft)
-              "parameters": {"fixed": {"orderer_type": "kafka", "ordering": "etcdraft"}},
-              "variants": [{"id": "toyfab-1.4-kafka", "system": "toyfab-1.4", "driver": "e2e-kafka", "switches": {}},
-                           {"id": "toyfab-2.5-raft", "system": "toyfab-2.5", "switches": {}},
-                           {"id": "toyfab-3.1-raft", "system": "toyfab-3.1", "switches": {}}]}
+              # each variant names its ordering service by its own system's parameter (as table1-today-raft)
+              "variants": [{"id": "toyfab-1.4-kafka", "system": "toyfab-1.4", "driver": "e2e-kafka",
+                            "parameters": {"orderer_type": "kafka"}, "switches": {}},
+                           {"id": "toyfab-2.5-raft", "system": "toyfab-2.5", "parameters": {"ordering": "etcdraft"},
+                            "switches": {}},
+                           {"id": "toyfab-3.1-raft", "system": "toyfab-3.1", "parameters": {"ordering": "etcdraft"},
+                            "switches": {}}]}
 
 
 @pytest.fixture
@@ -131,7 +147,7 @@ def test_each_tag_is_built_by_the_system_whose_lines_cover_its_release(doubles, 
     assert doubles["v1.4.0"]["pin"]["driver"] == "e2e-kafka"
     assert [rows[t]["release"] for t in ("v1.4.0", "v2.5.1", "v3.1.0")] == ["1.4.0", "2.5.1", "3.1.0"]
     # each system reads its own ordering parameter (toyfab-3.1 through the system it extends)
-    assert [rows[t]["segment"]["ordering"] for t in ("v1.4.0", "v2.5.1", "v3.1.0")] == ["kafka", "etcdraft", "etcdraft"]
+    assert [rows[t]["segment"]["ordering_service"] for t in ("v1.4.0", "v2.5.1", "v3.1.0")] == ["Kafka", "Raft", "Raft"]
     assert doc["lines"] == {"toyfab-1.4": ["1.3", "1.4"], "toyfab-2.5": ["2.5"], "toyfab-3.1": ["3.0", "3.1"]}
     # a tag no system covers stays in the series, with what each system read
     assert rows["v2.0.0"]["not_measurable"] == (
@@ -159,7 +175,7 @@ def test_no_change_test_across_a_boundary_and_one_within_a_segment(doubles, toyf
     assert doc["change_points"] == [shas["v2.5.2"]]
     assert [(b["before"], b["after"]) for b in doc["boundaries"]] == [(shas["v1.4.0"], shas["v2.5.1"]),
                                                                       (shas["v2.5.2"], shas["v3.1.0"])]
-    assert doc["boundaries"][0]["changes"]["ordering"] == ["kafka", "etcdraft"]
+    assert doc["boundaries"][0]["changes"]["ordering_service"] == ["Kafka", "Raft"]
     page = (tmp_path / "reports" / "toyfab" / "today" / "index.html").read_text()
     assert page.count("<tr class=boundary>") == 2
     assert "boundary: not compared: ordering service changes (Kafka → Raft)" in page

@@ -69,3 +69,17 @@ def test_control_points_and_validity_take_the_variants_driver(tmp_path):
     _, problems = validity.check_point(tmp_path, {"system": "fabric-1.2", "variant": "plain", "parameters": {}}, {},
                                        context=context)
     assert not any("declares no evidence" in p for p in problems)
+
+
+def test_each_variant_names_its_ordering_service_by_its_own_parameter():
+    from harness.plan import make_plan
+    from harness.systems import plugin
+    paper = load_paper("fastfabric")
+    points = {p.variant: p for p in make_plan(paper, TODAY, "smoke", environ={}).points}
+    assert points["fabric-1.2-kafka"].parameters["orderer_type"] == "kafka"
+    assert "orderer_type" not in points["fabric-3.1-raft"].parameters  # negative control: another system's
+    assert points["fabric-3.1-raft"].parameters["ordering"] == "etcdraft"
+    assert [plugin(p.system).ordering_service(p.parameters) for p in points.values()] == ["Kafka", "Raft", "Raft"]
+    # the command line still wins over a variant's own value
+    solo = make_plan(paper, TODAY, "smoke", overrides={"orderer_type": "solo"}, environ={}).points
+    assert {p.parameters.get("orderer_type") for p in solo} == {"solo"}
