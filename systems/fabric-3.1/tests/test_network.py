@@ -39,7 +39,14 @@ def run_smoke(build, release, consensus, work, base_port):
     return summary
 
 
-@pytest.mark.parametrize("consensus,orderers", [("etcdraft", 3), ("BFT", 4)])
+#: SmartBFT's smoke takes about 3.5 min on 2 cores (its first block comes after a view change); in CI's budget
+#: BFT is covered by test_end_to_end.py's table1-today-bft points, through the same network files.
+BFT_SMOKE = pytest.mark.skipif(os.environ.get("FABRICREPRO_BUILD_TODAYS_FABRIC") != "all",
+                               reason="SmartBFT smoke (about 3.5 min): test_end_to_end.py covers BFT in CI's budget; "
+                                      "set FABRICREPRO_BUILD_TODAYS_FABRIC=all")
+
+
+@pytest.mark.parametrize("consensus,orderers", [("etcdraft", 3), pytest.param("BFT", 4, marks=BFT_SMOKE)])
 def test_network_commits_every_transfer(fabric31_build, tmp_path, consensus, orderers):
     summary = run_smoke(fabric31_build, "3.1", consensus, tmp_path, 27050 if consensus == "etcdraft" else 27150)
     print(json.dumps(summary))
