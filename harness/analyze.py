@@ -478,29 +478,6 @@ def _judge(claim: dict, experiment: dict, groups: list[dict], context: dict) -> 
     return verdict(overall.verdict, reason)
 
 
-#: A question's answer from the verdict on "the ratio is above the threshold" (``answer_question``).
-ANSWERS = {stats.REPRODUCED: "yes", stats.NOT_REPRODUCED: "no", stats.INCONCLUSIVE: "undecided",
-           "not comparable": "not answered"}
-
-
-def answer_question(question: dict, experiment: dict, groups: list[dict], context: dict, summaries: list[dict]) -> dict:
-    """A question of ours (catalogue ``questions``: no paper's claim, so it may come out either way), e.g. "is
-    v3.1 with Raft faster than Fabric 1.2 with Kafka?": its ratio judged as a claim whose band is everything
-    above ``threshold`` (default 1). **yes** when the ratio's 95% interval lies above it, **no** when wholly
-    below, **undecided** when it straddles it (with the repetitions that would decide it), **not answered**
-    when the two sides are not comparable here. Same statistics, pairing and evidence rule as claims."""
-    threshold = float(question.get("threshold", 1.0))
-    as_claim = {"id": question["id"], "statement": question["question"], "compare": "ratio",
-                "numerator": question["numerator"], "denominator": question["denominator"],
-                "metric": question.get("metric"), "expected": threshold, "bound": "lower",
-                "tolerance": {"absolute": 0.0}}
-    judged = with_evidence(evaluate_claim(as_claim, experiment, groups, context), summaries)
-    return {"id": question["id"], "question": question["question"], "threshold": threshold,
-            "answer": ANSWERS.get(judged["verdict"], judged["verdict"]),
-            **{k: judged.get(k) for k in ("metric", "measured", "interval", "repetitions", "repetitions_needed",
-                                          "method", "reason", "evidence_class")}}
-
-
 #: Evidence classes from the weakest (harness/validity.py): a claim rests on its weakest pooled point.
 _WEAKEST_FIRST = (validity.DRIVER_ONLY, validity.INDEPENDENT_CHECK, validity.NO_COUNT, validity.LEDGER_PROVEN)
 
@@ -568,6 +545,7 @@ def _summary(runs: list[Run], by_run: dict[str, list[dict]], other_runs: dict) -
     every = [s for summaries in by_run.values() for s in summaries]
     claims = [with_evidence(evaluate_claim(c, experiment, groups, context), every)
               for c in experiment.get("claims") or []]
+    from .questions import answer_question  # it judges with this module's claim statistics
     questions = [answer_question(q, experiment, groups, context, every) for q in experiment.get("questions") or []]
     return {
         "schema_version": SCHEMA_VERSION,

@@ -103,7 +103,7 @@ def question_blocks(summary: dict) -> list[tuple]:
     return [("table", QUESTION_HEADERS, rows),
             ("p", "Questions are ours, not the paper's: each is a same-run ratio, answered **yes** when its 95% "
                   "interval lies above the threshold, **no** when wholly below, **undecided** when it straddles it "
-                  "(the statistics of the claims, harness/analyze.py answer_question).")]
+                  "(the statistics of the claims, harness/questions.py answer_question).")]
 
 
 def control_blocks(summary: dict) -> list[tuple]:

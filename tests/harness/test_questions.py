@@ -1,11 +1,11 @@
-"""Questions of ours (catalogue ``questions``, harness/analyze.py ``answer_question``): a same-run ratio
+"""Questions of ours (catalogue ``questions``, harness/questions.py ``answer_question``): a same-run ratio
 answered yes, no or undecided, never forced one way. Synthetic groups as in test_claims.py (each metric's
 repetitions as [run, index, value]); the catalogue's own questions are used."""
 
 import yaml
 
 from harness import REPO_ROOT, validity
-from harness.analyze import answer_question
+from harness.questions import answer_question
 from harness.report.verdicts import question_blocks
 
 PAPERS = REPO_ROOT / "papers"
