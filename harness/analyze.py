@@ -31,6 +31,7 @@ from .claims import claim_band, is_range, names_several, param_matches
 from .collect import load_measured, load_point, raw_tables, tables_differ
 from .errors import HarnessError
 from .metrics import METRICS, Metric
+from .questions import answer_question
 from .rundir import Run, read_json, select_runs, write_json
 
 VERDICTS = (stats.REPRODUCED, stats.NOT_REPRODUCED, stats.INCONCLUSIVE, "not comparable")
@@ -543,10 +544,11 @@ def _summary(runs: list[Run], by_run: dict[str, list[dict]], other_runs: dict) -
                "not_runnable": resolved.get("not_runnable_variants") or {},
                "other_runs": other_runs}
     every = [s for summaries in by_run.values() for s in summaries]
-    claims = [with_evidence(evaluate_claim(c, experiment, groups, context), every)
-              for c in experiment.get("claims") or []]
-    from .questions import answer_question  # it judges with this module's claim statistics
-    questions = [answer_question(q, experiment, groups, context, every) for q in experiment.get("questions") or []]
+    def judge(claim: dict) -> dict:
+        return with_evidence(evaluate_claim(claim, experiment, groups, context), every)
+
+    claims = [judge(c) for c in experiment.get("claims") or []]
+    questions = [answer_question(q, judge) for q in experiment.get("questions") or []]
     return {
         "schema_version": SCHEMA_VERSION,
         "paper": newest.metadata["paper"],
