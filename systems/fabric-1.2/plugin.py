@@ -43,3 +43,11 @@ class Plugin(SystemPlugin):
                 # VSCC goroutines per block (validation-opt's sweep); "" is Fabric's default, the CPU count.
                 "fabric_peer_validator_pool_size": parameters.get("vscc_threads", ""),
                 **{f"fabric_peerbench_{name}": value for name, value in peerbench.items()}}
+
+    def upstream_ref(self, parameters: dict) -> dict | None:
+        # a user's own Fabric 1.x tag or commit (--set fabric_ref=v1.4.12): built from git in place of the recipe's
+        # pin, its release (the Makefile's BASE_VERSION) checked against this system's lines 1.1-1.4
+        # (harness/user_refs.py). FastFabric and validation-opt inherit it: there it names a commit of their own
+        # repository, where a Fabric tag is refused by name.
+        ref = parameters.get("fabric_ref")
+        return {"ref": str(ref), "parameter": "fabric_ref"} if ref not in (None, "") else None
