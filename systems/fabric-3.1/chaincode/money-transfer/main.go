@@ -10,7 +10,16 @@
 // It runs as a chaincode server (chaincode as a service): the peer connects to
 // it at the address its package's connection.json names.
 //
-//	CHAINCODE_ID=<package id> CHAINCODE_SERVER_ADDRESS=127.0.0.1:9999 money-transfer
+//	CHAINCODE_ID=<package id> CHAINCODE_SERVER_ADDRESS=127.0.0.1:9999 [CHAINCODE_API=per-key|batched] money-transfer
+//
+// CHAINCODE_API chooses how transfer talks to the peer (Fujitsu's idea on v3.1,
+// systems/fabric-3.1/README.md): "per-key" (the default) reads each account with
+// GetState and writes it with PutState, four requests to the peer; "batched"
+// reads both with one GetMultipleStates and writes both in one write batch
+// (StartWriteBatch, PutState, PutState, FinishWriteBatch: one WRITE_BATCH_STATE),
+// two requests, where the peer offers them (core.yaml
+// chaincode.runtimeParams.useGetMultipleKeys / useWriteBatch; else the shim falls
+// back to one request per key). Both write the same keys and values.
 package main
 
 import (
@@ -51,14 +60,20 @@ func decode(raw []byte) (account, error) {
 	return account{balance: int64(binary.BigEndian.Uint64(raw)), memo: raw[8:]}, nil
 }
 
-// moneyTransfer implements shim.Chaincode.
-type moneyTransfer struct{}
+// Chaincode APIs (CHAINCODE_API).
+const (
+	apiPerKey  = "per-key"
+	apiBatched = "batched"
+)
+
+// moneyTransfer implements shim.Chaincode; api is apiPerKey or apiBatched.
+type moneyTransfer struct{ api string }
 
 // Init does nothing: accounts are created by "create" transactions.
 func (moneyTransfer) Init(shim.ChaincodeStubInterface) *pb.Response { return shim.Success(nil) }
 
 // Invoke dispatches create, transfer and balance.
-func (moneyTransfer) Invoke(stub shim.ChaincodeStubInterface) *pb.Response {
+func (cc moneyTransfer) Invoke(stub shim.ChaincodeStubInterface) *pb.Response {
 	args := stub.GetArgs()
 	if len(args) == 0 {
 		return errorf("money-transfer: no function given")
@@ -67,6 +82,9 @@ func (moneyTransfer) Invoke(stub shim.ChaincodeStubInterface) *pb.Response {
 	case funcCreate:
 		return create(stub, args[1:])
 	case funcTransfer:
+		if cc.api == apiBatched {
+			return transferBatched(stub, args[1:])
+		}
 		return transfer(stub, args[1:])
 	case funcBalance:
 		return balance(stub, args[1:])
@@ -106,18 +124,38 @@ func create(stub shim.ChaincodeStubInterface, args [][]byte) *pb.Response {
 	return shim.Success(nil)
 }
 
-// transfer(from, to, amount[, padding]): reads both accounts, writes both.
-func transfer(stub shim.ChaincodeStubInterface, args [][]byte) *pb.Response {
+// transferArgs checks transfer's arguments: from, to, amount[, padding].
+func transferArgs(args [][]byte) (from, to string, amount int64, err error) {
 	if len(args) != 3 && len(args) != 4 {
-		return errorf("transfer takes from, to, amount[, padding]; got %d arguments", len(args))
+		return "", "", 0, fmt.Errorf("transfer takes from, to, amount[, padding]; got %d arguments", len(args))
 	}
-	from, to := string(args[0]), string(args[1])
+	from, to = string(args[0]), string(args[1])
 	if from == to {
-		return errorf("transfer: source and destination are both %q", from)
+		return "", "", 0, fmt.Errorf("transfer: source and destination are both %q", from)
 	}
-	amount, err := strconv.ParseInt(string(args[2]), 10, 64)
+	amount, err = strconv.ParseInt(string(args[2]), 10, 64)
 	if err != nil || amount < 0 {
-		return errorf("transfer: bad amount %q", args[2])
+		return "", "", 0, fmt.Errorf("transfer: bad amount %q", args[2])
+	}
+	return from, to, amount, nil
+}
+
+// move takes amount from src to dst, refusing an overdraft.
+func move(from string, src, dst *account, amount int64) error {
+	if src.balance < amount {
+		return fmt.Errorf("transfer: insufficient funds in %q: %d < %d", from, src.balance, amount)
+	}
+	src.balance -= amount
+	dst.balance += amount
+	return nil
+}
+
+// transfer(from, to, amount[, padding]): reads both accounts, writes both, one
+// request to the peer per key (GetState, GetState, PutState, PutState).
+func transfer(stub shim.ChaincodeStubInterface, args [][]byte) *pb.Response {
+	from, to, amount, err := transferArgs(args)
+	if err != nil {
+		return errorf("%v", err)
 	}
 	src, err := load(stub, from)
 	if err != nil {
@@ -127,15 +165,52 @@ func transfer(stub shim.ChaincodeStubInterface, args [][]byte) *pb.Response {
 	if err != nil {
 		return errorf("transfer: %v", err)
 	}
-	if src.balance < amount {
-		return errorf("transfer: insufficient funds in %q: %d < %d", from, src.balance, amount)
+	if err := move(from, &src, &dst, amount); err != nil {
+		return errorf("%v", err)
 	}
-	src.balance -= amount
-	dst.balance += amount
 	if err := stub.PutState(from, src.encode()); err != nil {
 		return errorf("transfer: %v", err)
 	}
 	if err := stub.PutState(to, dst.encode()); err != nil {
+		return errorf("transfer: %v", err)
+	}
+	return shim.Success(nil)
+}
+
+// transferBatched is transfer with v3.1's batched calls: both accounts read by
+// one GetMultipleStates, both written in one write batch (FinishWriteBatch sends
+// one WRITE_BATCH_STATE). The same checks, keys and values as transfer.
+func transferBatched(stub shim.ChaincodeStubInterface, args [][]byte) *pb.Response {
+	from, to, amount, err := transferArgs(args)
+	if err != nil {
+		return errorf("%v", err)
+	}
+	raws, err := stub.GetMultipleStates(from, to)
+	if err != nil {
+		return errorf("transfer: %v", err)
+	}
+	if len(raws) != 2 {
+		return errorf("transfer: GetMultipleStates returned %d values for 2 keys", len(raws))
+	}
+	src, err := decodeAccount(from, raws[0])
+	if err != nil {
+		return errorf("transfer: %v", err)
+	}
+	dst, err := decodeAccount(to, raws[1])
+	if err != nil {
+		return errorf("transfer: %v", err)
+	}
+	if err := move(from, &src, &dst, amount); err != nil {
+		return errorf("%v", err)
+	}
+	stub.StartWriteBatch()
+	if err := stub.PutState(from, src.encode()); err != nil {
+		return errorf("transfer: %v", err)
+	}
+	if err := stub.PutState(to, dst.encode()); err != nil {
+		return errorf("transfer: %v", err)
+	}
+	if err := stub.FinishWriteBatch(); err != nil {
 		return errorf("transfer: %v", err)
 	}
 	return shim.Success(nil)
@@ -158,6 +233,10 @@ func load(stub shim.ChaincodeStubInterface, acct string) (account, error) {
 	if err != nil {
 		return account{}, err
 	}
+	return decodeAccount(acct, raw)
+}
+
+func decodeAccount(acct string, raw []byte) (account, error) {
 	if raw == nil {
 		return account{}, fmt.Errorf("account %q does not exist", acct)
 	}
@@ -168,17 +247,35 @@ func load(stub shim.ChaincodeStubInterface, acct string) (account, error) {
 	return a, nil
 }
 
+// chaincodeAPI is CHAINCODE_API's value ("" is per-key), or an error naming both.
+func chaincodeAPI(v string) (string, error) {
+	switch v {
+	case "", apiPerKey:
+		return apiPerKey, nil
+	case apiBatched:
+		return apiBatched, nil
+	}
+	return "", fmt.Errorf("CHAINCODE_API=%q: want %s or %s", v, apiPerKey, apiBatched)
+}
+
 func main() {
+	api, err := chaincodeAPI(os.Getenv("CHAINCODE_API"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "money-transfer: %v\n", err)
+		os.Exit(2)
+	}
 	server := &shim.ChaincodeServer{
 		CCID:     os.Getenv("CHAINCODE_ID"),
 		Address:  os.Getenv("CHAINCODE_SERVER_ADDRESS"),
-		CC:       moneyTransfer{},
+		CC:       moneyTransfer{api: api},
 		TLSProps: shim.TLSProperties{Disabled: true},
 	}
 	if server.CCID == "" || server.Address == "" {
 		fmt.Fprintln(os.Stderr, "money-transfer: set CHAINCODE_ID and CHAINCODE_SERVER_ADDRESS")
 		os.Exit(2)
 	}
+	// the API in use, for the point's log (fabric3_chaincode.log): systems/fabric-3.1/endorsements.py reads it
+	fmt.Fprintf(os.Stderr, "money-transfer: chaincode API %s\n", api)
 	if err := server.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "money-transfer: %v\n", err)
 		os.Exit(1)
