@@ -13,6 +13,17 @@
 //
 //	block_number,tx_index,tx_id,validation_code
 //
+// With --chain-out it also writes one row per block of what the hash chain
+// needs (an orderer's ledger has no validation codes to prove counts by):
+//
+//	block_number,arrival_ns,tx_count,data_hash_ok,previous_hash,header_hash,signatures
+//
+// data_hash_ok is 1 where the header's data hash is the hash of the block's
+// envelopes, previous_hash and header_hash are hex (the block's header hash as
+// the next block must name it), signatures is how many signatures the
+// block's SIGNATURES metadata carries (a SmartBFT block: one per consenter of
+// the quorum that decided it). The checks are the reader's (systems/fabric-3.1).
+//
 // (validation_code is the peer's TxValidationCode name, e.g. VALID or
 // MVCC_READ_CONFLICT; blocks from an orderer carry no flags and count as
 // VALID), so that end-to-end latency is matched by transaction ID and
@@ -24,7 +35,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -74,6 +87,7 @@ func run() int {
 	cfgPath := flag.String("config", "blockwatch.yaml", "configuration file")
 	out := flag.String("out", "blocks.csv", "CSV output file")
 	txsOut := flag.String("txs-out", "", "CSV of every block's transaction IDs and validation codes (optional)")
+	chainOut := flag.String("chain-out", "", "CSV of every block's hashes and signature count (optional)")
 	timeout := flag.Duration("timeout", 0, "give up after this long (exit 3); 0 = no limit")
 	flag.Parse()
 
@@ -133,6 +147,18 @@ func run() int {
 		defer txw.Flush()
 	}
 
+	var chw *bufio.Writer
+	if *chainOut != "" {
+		cf, err := os.Create(*chainOut)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "blockwatch:", err)
+			return 1
+		}
+		defer cf.Close()
+		chw = bufio.NewWriter(cf)
+		defer chw.Flush()
+	}
+
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 	if *timeout > 0 {
@@ -140,7 +166,7 @@ func run() int {
 		ctx, c = context.WithTimeout(ctx, *timeout)
 		defer c()
 	}
-	n, err := watch(ctx, src, cfg.StartBlock, stop, cfg.Retry, w, txw)
+	n, err := watch(ctx, src, cfg.StartBlock, stop, cfg.Retry, w, txw, chw)
 	if ferr := w.Flush(); ferr != nil && err == nil {
 		err = ferr
 	}
@@ -191,9 +217,17 @@ const Header = "block_number,arrival_ns,tx_count,valid_count,bytes"
 // TxHeader is the CSV header of --txs-out (docs/interfaces.md).
 const TxHeader = "block_number,tx_index,tx_id,validation_code"
 
+// ChainHeader is the CSV header of --chain-out.
+const ChainHeader = "block_number,arrival_ns,tx_count,data_hash_ok,previous_hash,header_hash,signatures"
+
 // watch records blocks start..stop to w (and, if txw is not nil, their
-// transactions to txw) and returns how many blocks it recorded.
-func watch(ctx context.Context, src deliverclient.Source, start, stop uint64, retry time.Duration, w, txw *bufio.Writer) (int, error) {
+// transactions to txw; if chw is not nil, their hashes to chw) and returns
+// how many blocks it recorded.
+func watch(ctx context.Context, src deliverclient.Source, start, stop uint64, retry time.Duration, w, txw *bufio.Writer, chw ...*bufio.Writer) (int, error) {
+	var cw *bufio.Writer
+	if len(chw) > 0 {
+		cw = chw[0]
+	}
 	// Headers go to disk at once: a watcher stopped before its first block
 	// leaves files with no rows, not empty files.
 	if _, err := fmt.Fprintln(w, Header); err != nil {
@@ -207,6 +241,14 @@ func watch(ctx context.Context, src deliverclient.Source, start, stop uint64, re
 			return 0, err
 		}
 		if err := txw.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	if cw != nil {
+		if _, err := fmt.Fprintln(cw, ChainHeader); err != nil {
+			return 0, err
+		}
+		if err := cw.Flush(); err != nil {
 			return 0, err
 		}
 	}
@@ -225,6 +267,11 @@ func watch(ctx context.Context, src deliverclient.Source, start, stop uint64, re
 		if txw != nil {
 			// transactions first: a block row means its transactions are on disk
 			if err := writeTxs(txw, b); err != nil {
+				return err
+			}
+		}
+		if cw != nil {
+			if err := writeChain(cw, b, arrival, txs); err != nil {
 				return err
 			}
 		}
@@ -264,4 +311,24 @@ func writeTxs(txw *bufio.Writer, b *cb.Block) error {
 		}
 	}
 	return txw.Flush()
+}
+
+// writeChain writes block b's row of --chain-out.
+func writeChain(cw *bufio.Writer, b *cb.Block, arrival time.Time, txs int) error {
+	ok := 0
+	if bytes.Equal(b.Header.DataHash, protoutil.BlockDataHash(b.Data)) {
+		ok = 1
+	}
+	sigs := 0
+	if b.Metadata != nil && len(b.Metadata.Metadata) > int(cb.BlockMetadataIndex_SIGNATURES) {
+		md := &cb.Metadata{}
+		if proto.Unmarshal(b.Metadata.Metadata[cb.BlockMetadataIndex_SIGNATURES], md) == nil {
+			sigs = len(md.Signatures)
+		}
+	}
+	if _, err := fmt.Fprintf(cw, "%d,%d,%d,%d,%s,%s,%d\n", b.Header.Number, arrival.UnixNano(), txs, ok,
+		hex.EncodeToString(b.Header.PreviousHash), hex.EncodeToString(protoutil.BlockHeaderHash(b.Header)), sigs); err != nil {
+		return err
+	}
+	return cw.Flush()
 }

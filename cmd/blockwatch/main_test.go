@@ -161,3 +161,75 @@ func TestWatchRecordsEachTransactionIDAndCode(t *testing.T) {
 		t.Fatalf("the block CSV keeps its columns: %q", blocks.String())
 	}
 }
+
+// chainSource is a TEST DOUBLE for an orderer's Deliver service: blocks 0..n-1 chained by their
+// header hashes, each signed by `sigs` signers; tamper changes block 2's data after it was hashed.
+type chainSource struct {
+	n, sigs int
+	tamper  bool
+}
+
+func (c *chainSource) Open(_ context.Context, start uint64) (deliverclient.Stream, error) {
+	var blocks []*cb.Block
+	var prev []byte
+	for i := 0; i < c.n; i++ {
+		b := protoutil.NewBlock(uint64(i), prev)
+		b.Data.Data = [][]byte{{byte(i)}, {byte(i), 1}}
+		b.Header.DataHash = protoutil.BlockDataHash(b.Data)
+		md := &cb.Metadata{}
+		for s := 0; s < c.sigs; s++ {
+			md.Signatures = append(md.Signatures, &cb.MetadataSignature{Signature: []byte{byte(s)}})
+		}
+		b.Metadata.Metadata[cb.BlockMetadataIndex_SIGNATURES] = protoutil.MarshalOrPanic(md)
+		if c.tamper && i == 2 {
+			b.Data.Data[0] = []byte{99}
+		}
+		prev = protoutil.BlockHeaderHash(b.Header)
+		blocks = append(blocks, b)
+	}
+	i := int(start)
+	return streamFunc(func() (*cb.Block, error) {
+		if i >= len(blocks) {
+			return nil, io.EOF
+		}
+		i++
+		return blocks[i-1], nil
+	}), nil
+}
+
+func chainRows(t *testing.T, src *chainSource) [][]string {
+	t.Helper()
+	var buf, chain bytes.Buffer
+	w, cw := bufio.NewWriter(&buf), bufio.NewWriter(&chain)
+	if _, err := watch(context.Background(), src, 0, uint64(src.n-1), time.Millisecond, w, nil, cw); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(chain.String()), "\n")
+	if lines[0] != ChainHeader || len(lines) != src.n+1 {
+		t.Fatalf("chain csv:\n%s", chain.String())
+	}
+	var rows [][]string
+	for _, l := range lines[1:] {
+		rows = append(rows, strings.Split(l, ","))
+	}
+	return rows
+}
+
+// --chain-out: each row's previous hash is the row before's header hash, the data hash checks, and
+// the signature count is the metadata's; a block whose data was changed after hashing shows 0.
+func TestChainOutRecordsTheHashChain(t *testing.T) {
+	rows := chainRows(t, &chainSource{n: 4, sigs: 3})
+	for i, r := range rows {
+		if r[0] != []string{"0", "1", "2", "3"}[i] || r[2] != "2" || r[3] != "1" || r[6] != "3" {
+			t.Fatalf("row %d: %v", i, r)
+		}
+		if i > 0 && r[4] != rows[i-1][5] {
+			t.Fatalf("row %d: previous hash %s is not block %d's header hash %s", i, r[4], i-1, rows[i-1][5])
+		}
+	}
+	// negative control: a tampered block's data hash does not match its envelopes
+	rows = chainRows(t, &chainSource{n: 4, sigs: 1, tamper: true})
+	if rows[2][3] != "0" || rows[1][3] != "1" || rows[3][3] != "1" {
+		t.Fatalf("tampered block 2 not flagged: %v", rows)
+	}
+}

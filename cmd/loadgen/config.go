@@ -32,7 +32,10 @@ type Config struct {
 	Chaincode string `yaml:"chaincode"`
 	// Workload is "money-transfer" (the default) or "smallbank": setup
 	// creates smallbank accounts and the transfer phase sends Caliper's
-	// smallbank operations (workloads/smallbank) instead of transfers.
+	// smallbank operations (workloads/smallbank) instead of transfers; or
+	// "envelopes" (envelopes.go): no endorser and no chaincode, the transfer
+	// phase signs transfer.transactions MESSAGE envelopes of
+	// transfer.payloadBytes bytes of data and sends them to the orderers.
 	Workload string `yaml:"workload"`
 	// Phase is "setup" or "transfer" (--phase overrides).
 	Phase string `yaml:"phase"`
@@ -119,6 +122,9 @@ func (c *Config) check() error {
 	if c.Accounts == 0 {
 		c.Accounts = 2 * c.Transfer.Transactions
 	}
+	if c.Workload == EnvelopesWorkload {
+		return c.checkEnvelopes()
+	}
 	switch {
 	case c.MSPDir == "" || c.MSPID == "":
 		return errors.New("mspDir and mspID are required")
@@ -133,7 +139,7 @@ func (c *Config) check() error {
 	case c.Chaincode == "":
 		return errors.New("chaincode is required")
 	case c.Workload != "money-transfer" && c.Workload != "smallbank":
-		return fmt.Errorf("workload must be money-transfer or smallbank, not %q", c.Workload)
+		return fmt.Errorf("workload must be money-transfer, smallbank or %s, not %q", EnvelopesWorkload, c.Workload)
 	case c.Phase != "setup" && c.Phase != "transfer":
 		return fmt.Errorf("phase must be setup or transfer, not %q", c.Phase)
 	case c.Accounts < 2:
@@ -160,6 +166,34 @@ func (c *Config) check() error {
 		if _, err := c.Setup.Policy.envelope(); err != nil {
 			return fmt.Errorf("setup.endorsementPolicy: %w", err)
 		}
+	}
+	return nil
+}
+
+// checkEnvelopes validates the configuration of the envelopes workload: no endorser, chaincode,
+// accounts or mutation applies; only the transfer phase exists.
+func (c *Config) checkEnvelopes() error {
+	t := c.Transfer
+	switch {
+	case c.MSPDir == "" || c.MSPID == "":
+		return errors.New("mspDir and mspID are required")
+	case c.GenesisBlock == "":
+		return errors.New("genesisBlock is required")
+	case len(c.Orderers) == 0:
+		return errors.New("orderers: at least one address is required")
+	case c.Phase != "transfer":
+		return fmt.Errorf("workload %s has only the transfer phase, not %q", EnvelopesWorkload, c.Phase)
+	case c.Streams < 1:
+		return errors.New("streams must be at least 1")
+	case t.Transactions < 1:
+		return errors.New("transfer.transactions must be at least 1")
+	case t.PayloadBytes < 1:
+		return errors.New("transfer.payloadBytes (the envelope's data) must be at least 1")
+	case t.Rate < 0:
+		return errors.New("transfer.rate must not be negative")
+	case t.ConflictRate != 0 || t.ForgeEndorsement != (Share{}) || t.CorruptCreator != (Share{}) || t.StaleRead != (Share{}):
+		return fmt.Errorf("workload %s has no conflicts or mutations (transfer.conflictRate, forgeEndorsement, "+
+			"corruptCreator, staleRead must be 0)", EnvelopesWorkload)
 	}
 	return nil
 }

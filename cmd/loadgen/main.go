@@ -1,5 +1,7 @@
 // Command loadgen drives the money-transfer workload (workloads/money-transfer),
-// or with workload: smallbank Caliper's smallbank operations (workloads/smallbank):
+// or with workload: smallbank Caliper's smallbank operations (workloads/smallbank),
+// or with workload: envelopes signed MESSAGE envelopes of a fixed size for an
+// ordering service alone (envelopes.go):
 //
 //	bin/loadgen --config loadgen.yaml --out txs.csv [--phase setup|transfer]
 //	            [--forge-endorsement N|F] [--corrupt-creator N|F] [--stale-read N|F] [--mutations mutations.csv]
@@ -162,6 +164,13 @@ func execute(ctx context.Context, cfg *Config) ([]Record, *Summary, error) {
 			out = append(out, c)
 		}
 		return out, nil
+	}
+	if cfg.Workload == EnvelopesWorkload {
+		orderers, err := connect(cfg.Orderers)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sendEnvelopes(ctx, cfg, channel, signer, ordering{conns: orderers, toAll: cfg.BroadcastToAll})
 	}
 	peers, err := connect(cfg.Endorsers)
 	if err != nil {
