@@ -328,7 +328,8 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
         try:
             # a user's own commit of a system (--set fabric_ref=...; harness/user_refs.py), as reproduce builds it
             prepare(choice, variant_systems(plan), source, log=log, builds_dir=KIT_BUILD / "upstream",
-                    pins=user_refs.pins(plan.points, choice.kind, source, None, log=log))
+                    pins=user_refs.pins(plan.points, choice.kind, source, None, log=log,
+                                        experiment=plan.experiment))
         finally:
             for k, v in saved.items():
                 os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)

@@ -400,7 +400,7 @@ def _check_and_build(provider, choice: Choice, plan: Plan, source: str, results:
     preflight.check(provider, choice, plan, source, results, systems_dir)
     # a user's own commit of a system (--set fabric_ref=v2.5.12), resolved and its release checked before building
     pins = {**user_refs.pins(plan.points, choice.kind, source, systems_dir, log=lambda line: print(line, file=stream),
-                             recorded=built),
+                             recorded=built, experiment=plan.experiment),
             **(pins or {})}
     prepare(choice, variant_systems(plan), source, log=lambda line: print(line, file=stream),
             systems_dir=systems_dir, pins=pins)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from . import REPO_ROOT, systems, upstream
 from .errors import HarnessError
+from .plan import driver_of
 from .regress.git import clone, git, resolve
 
 #: Where the clones live: the same as ``invoke regress``'s (``harness.regress``, ``build/regress``).
@@ -80,10 +81,13 @@ def user_pin(system: str, ref: str, parameter: str, systems_dir: Path | None = N
 
 
 def pins(points, kind: str, source: str, systems_dir: Path | None = None, root: Path = ROOT,
-         log=print, recorded: dict | None = None) -> dict[str, dict]:
+         log=print, recorded: dict | None = None, experiment: dict | None = None) -> dict[str, dict]:
     """``{system: pin}`` of every user's ref the points ask for (``requested``, ``user_pin``); {} for none.
     ``kind`` is the run's build: a ref asks for the upstream build. ``recorded``: a resumed run's builds
-    (``metadata.json`` ``build.systems``): a system built at the same ref is built at the commit recorded."""
+    (``metadata.json`` ``build.systems``): a system built at the same ref is built at the commit recorded.
+    ``experiment``: where all of a system's points run one driver, its pin names it, so the build applies
+    only the patches that driver needs, as ``invoke regress`` does (fabric-1.2's peer-benchmark patches are
+    written against v1.2.0 and do not apply at v1.4.x; its end-to-end drivers need none of them)."""
     asked = requested(points, systems_dir)
     if asked and kind != "upstream":
         named = ", ".join(f"{w['parameter']}={w['ref']}" for w in asked.values())
@@ -100,4 +104,7 @@ def pins(points, kind: str, source: str, systems_dir: Path | None = None, root: 
         if commit:
             log(f"upstream {system}: {want['parameter']}={want['ref']} at {commit[:12]}, as the run recorded it")
         out[system] = user_pin(system, want["ref"], want["parameter"], systems_dir, root, log, commit=commit)
+        drivers = {driver_of(experiment, p.variant) for p in points if p.system == system} if experiment else set()
+        if len(drivers) == 1:
+            out[system]["driver"] = drivers.pop()
     return out

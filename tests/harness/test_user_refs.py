@@ -3,6 +3,7 @@ git repository standing in for hyperledger/fabric: the ref reaches the build (it
 linked in and recorded, the cache keyed by the commit), and a bad ref or a release of another line is refused
 with a clear error naming the system to use, before anything is built. No ../shared, no network."""
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -151,6 +152,19 @@ def test_a_runs_points_ask_through_the_systems_hook(fabric):
     assert user_refs.pins(_points("toy-2.5", None), "reference", "snapshot", root) == {}
 
 
+def test_a_users_ref_builds_only_the_patches_its_one_driver_needs(fabric):
+    """As regress's pins do: where every point of the system runs one driver, the pin names it (the build then
+    leaves out the patches only other drivers need); a system under two drivers names none (every patch)."""
+    root, log = fabric["systems"], (lambda line: None)
+    experiment = {"driver": "end-to-end", "variants": [{"id": "v"}, {"id": "w", "driver": "committer-bench"}]}
+    points = _points("toy-2.5", "v2.5.12", "v2.5.12")
+    one = user_refs.pins(points, "upstream", "auto", root, root=fabric["clones"], log=log, experiment=experiment)
+    assert one["toy-2.5"]["driver"] == "end-to-end"
+    points[1] = dataclasses.replace(points[1], variant="w")
+    two = user_refs.pins(points, "upstream", "auto", root, root=fabric["clones"], log=log, experiment=experiment)
+    assert "driver" not in two["toy-2.5"]
+
+
 def test_fabric_31_and_25_take_fabric_ref():
     """Their lines are those the driver was run on (systems/fabric-3.1/README.md, "Releases"): v3.0.0 and
     v3.1.5; v2.2.15, v2.3.0, v2.4.0 and v2.5.16 (v2.0 and v2.1 have no go.mod for the module build)."""
@@ -160,7 +174,11 @@ def test_fabric_31_and_25_take_fabric_ref():
             {"ref": "v2.5.12", "parameter": "fabric_ref"}
         assert systems.plugin(system).upstream_ref({}) is None
         assert upstream.release_lines(upstream.load_recipe(system)["toolchain"]["release"]) == lines
-    assert systems.plugin("fabric-1.2").upstream_ref({"fabric_ref": "v2.5.12"}) is None
+    # Fabric 1.x too (a lab's v1.4 on Kafka): its lines 1.1-1.4, its release the Makefile's BASE_VERSION
+    assert systems.plugin("fabric-1.2").upstream_ref({"fabric_ref": "v1.4.12"}) == \
+        {"ref": "v1.4.12", "parameter": "fabric_ref"}
+    assert upstream.release_lines(upstream.load_recipe("fabric-1.2")["toolchain"]["release"]) == \
+        ["1.1", "1.2", "1.3", "1.4"]
 
 
 def test_the_real_systems_refuse_another_line_naming_each_other(fabric, monkeypatch):
