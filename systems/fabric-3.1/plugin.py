@@ -18,6 +18,9 @@ class Plugin(SystemPlugin):
         # and stale reads (mutation tests, docs/validity.md), counts of its transfers as for Fabric 1.2.
         return {**super().role_variables(parameters),
                 **({"fabric3_network_consensus": parameters["ordering"]} if "ordering" in parameters else {}),
+                # the peer's state database (goleveldb, or CouchDB under the driver end-to-end-couchdb)
+                **({"fabric3_peer_state_database": str(parameters["state_database"])}
+                   if "state_database" in parameters else {}),
                 **({"fabric3_network_block_size": int(parameters["block_size"])} if "block_size" in parameters else {}),
                 **({"fabric3_network_batch_timeout_ms": int(parameters["batch_timeout_ms"])}
                    if "batch_timeout_ms" in parameters else {}),
