@@ -158,12 +158,13 @@ def parse_peer_log(text: str, host: str = "") -> pd.DataFrame:
     return df
 
 
-def phases_table(point_dir: Path) -> pd.DataFrame | None:
+def phases_table(point_dir: Path, log_name: str = PEER_LOG) -> pd.DataFrame | None:
     """Table ``fabric3_block_phases`` of a point: every ``logs/<host>/fabric3_peer.log``, each row with its host
     and whether it is in the measured window. None where the point has no such log (another system's
-    point); a log without phase lines raises ``HarnessError`` naming it."""
+    point); a log without phase lines raises ``HarnessError`` naming it. ``log_name``: another peer process's
+    log the same way (catchup.py: the committer-catchup driver's second peer)."""
     point_dir = Path(point_dir)
-    logs = sorted(point_dir.glob(f"logs/*/{PEER_LOG}"))
+    logs = sorted(point_dir.glob(f"logs/*/{log_name}"))
     if not logs:
         return None
     frames = []

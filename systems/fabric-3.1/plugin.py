@@ -5,7 +5,7 @@ fabric3_network (network_files.py on the controller), fabric3_orderer, fabric3_p
 
 from harness.plugin_api import SystemPlugin
 
-from . import logs, network_files, smoke
+from . import catchup, logs, network_files, smoke
 
 
 class Plugin(SystemPlugin):
@@ -30,15 +30,17 @@ class Plugin(SystemPlugin):
                    if "transactions" in parameters else {})}
 
     def commands(self) -> list:
-        return [smoke.COMMAND, network_files.COMMAND]
+        return [smoke.COMMAND, network_files.COMMAND, catchup.COMMAND]
 
     def tables(self) -> list:
         # the peer's own per-block phase times (its log at INFO, no patch; logs.py)
-        return [*super().tables(), logs.PHASES_TABLE]
+        # and the committer-catchup driver's second peer's (catchup.py)
+        return [*super().tables(), logs.PHASES_TABLE, catchup.CATCHUP_TABLE]
 
     def metrics(self) -> list:
         # the v1.x phase metrics (vscc_ms, mvcc_ms, block_commit_ms, state_commit_ms) from that table
-        return [*super().metrics(), *logs.METRICS]
+        # and Fig. 6's run_throughput_tps of the committer-catchup driver's second peer (catchup.py)
+        return [*super().metrics(), *logs.METRICS, *catchup.METRICS]
 
     def upstream_ref(self, parameters: dict) -> dict | None:
         # a user's own Fabric tag or commit (--set fabric_ref=v2.5.12): built from git in place of the recipe's
