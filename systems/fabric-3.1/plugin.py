@@ -6,6 +6,7 @@ fabric3_network (network_files.py on the controller), fabric3_orderer, fabric3_p
 from harness.plugin_api import SystemPlugin
 
 from . import catchup, logs, network_files, smoke
+from . import endorsements
 
 
 class Plugin(SystemPlugin):
@@ -21,6 +22,8 @@ class Plugin(SystemPlugin):
                 # the peer's state database (goleveldb, or CouchDB under the driver end-to-end-couchdb)
                 **({"fabric3_peer_state_database": str(parameters["state_database"])}
                    if "state_database" in parameters else {}),
+                # how the chaincode's transfer calls the peer: per-key, or v3.1's batched calls (Fujitsu's idea)
+                **({"fabric3_chaincode_api": str(parameters["chaincode_api"])} if "chaincode_api" in parameters else {}),
                 **({"fabric3_network_block_size": int(parameters["block_size"])} if "block_size" in parameters else {}),
                 **({"fabric3_network_batch_timeout_ms": int(parameters["batch_timeout_ms"])}
                    if "batch_timeout_ms" in parameters else {}),
@@ -35,12 +38,14 @@ class Plugin(SystemPlugin):
     def tables(self) -> list:
         # the peer's own per-block phase times (its log at INFO, no patch; logs.py)
         # and the committer-catchup driver's second peer's (catchup.py)
-        return [*super().tables(), logs.PHASES_TABLE, catchup.CATCHUP_TABLE]
+        # the peer's chaincode executions and the load generator's pre-endorsement (endorsements.py)
+        return [*super().tables(), logs.PHASES_TABLE, catchup.CATCHUP_TABLE, *endorsements.TABLES]
 
     def metrics(self) -> list:
         # the v1.x phase metrics (vscc_ms, mvcc_ms, block_commit_ms, state_commit_ms) from that table
         # and Fig. 6's run_throughput_tps of the committer-catchup driver's second peer (catchup.py)
-        return [*super().metrics(), *logs.METRICS, *catchup.METRICS]
+        # endorsement_throughput_tps and its companions (endorsements.py)
+        return [*super().metrics(), *logs.METRICS, *catchup.METRICS, *endorsements.METRICS]
 
     def upstream_ref(self, parameters: dict) -> dict | None:
         # a user's own Fabric tag or commit (--set fabric_ref=v2.5.12): built from git in place of the recipe's
