@@ -241,8 +241,7 @@ def test_fig6_revisit_is_ours_with_questions_that_can_go_either_way():
 @pytest.mark.skipif(os.environ.get("FABRICREPRO_BUILD_TODAYS_FABRIC") != "all",
                     reason="the committer-catchup driver's end-to-end point (a v3.1 network, its transfers and the "
                            "catch-up, about 1.5 min here) runs with FABRICREPRO_BUILD_TODAYS_FABRIC=all: CI's time budget")
-def test_catchup_point_end_to_end(tmp_path):
-    from harness import reproduce  # noqa: F401  (imported only where the network runs)
+def test_catchup_point_end_to_end():
     import subprocess
     out = subprocess.run(["invoke", "reproduce", "--paper", "fastfabric", "--experiment", "fig6-revisit-v31",
                           "--build", "upstream", "--variant", "fabric-3.1", "--set", "transactions=400"],
