@@ -7,6 +7,7 @@ from harness.plugin_api import SystemPlugin
 
 from . import catchup, logs, network_files, smoke
 from . import endorsements
+from . import validation_phases
 
 
 class Plugin(SystemPlugin):
@@ -45,7 +46,8 @@ class Plugin(SystemPlugin):
         # the v1.x phase metrics (vscc_ms, mvcc_ms, block_commit_ms, state_commit_ms) from that table
         # and Fig. 6's run_throughput_tps of the committer-catchup driver's second peer (catchup.py)
         # endorsement_throughput_tps and its companions (endorsements.py)
-        return [*super().metrics(), *logs.METRICS, *catchup.METRICS, *endorsements.METRICS]
+        return [*super().metrics(), *logs.METRICS, *catchup.METRICS, *endorsements.METRICS,
+                *validation_phases.METRICS]  # Javaid et al.'s phase metrics under validation-opt's names
 
     def upstream_ref(self, parameters: dict) -> dict | None:
         # a user's own Fabric tag or commit (--set fabric_ref=v2.5.12): built from git in place of the recipe's

@@ -28,11 +28,14 @@ CSV_METRICS = sorted(k for k, m in analyze.all_metrics().items() if not set(m.ta
 
 @pytest.mark.parametrize("name", CSV_METRICS)
 def test_metric_matches_golden(tables, name):
+    # a key is the metric's name, or name@table where an earlier system has the name from other tables (analyze
+    # all_metrics: fabric-3.1's vscc_latency_ms from its peer's log beside validation-opt's from the phase log)
+    name = analyze.all_metrics()[name].name
     assert analyze.compute_all(tables)[name] == pytest.approx(EXPECTED[name], rel=1e-9)
 
 
 def test_every_metric_has_a_golden_value():
-    assert set(CSV_METRICS) == {k for k in EXPECTED if not k.startswith("_")}
+    assert {analyze.all_metrics()[k].name for k in CSV_METRICS} == {k for k in EXPECTED if not k.startswith("_")}
 
 
 def test_throughput_counts_only_valid_transactions(tables):
