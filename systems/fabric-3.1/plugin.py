@@ -7,6 +7,7 @@ from harness.plugin_api import SystemPlugin
 
 from . import catchup, logs, network_files, smoke
 from . import endorsements
+from . import ordering_bench
 from . import validation_phases
 
 
@@ -26,6 +27,8 @@ class Plugin(SystemPlugin):
                 # how the chaincode's transfer calls the peer: per-key, or v3.1's batched calls (Fujitsu's idea)
                 **({"fabric3_chaincode_api": str(parameters["chaincode_api"])} if "chaincode_api" in parameters else {}),
                 **({"fabric3_network_block_size": int(parameters["block_size"])} if "block_size" in parameters else {}),
+                # ordering-bench: the envelopes' data bytes (Fig. 6's envelope size) for the load generator's envelopes
+                **({"loadgen_payload_bytes": int(parameters["envelope_bytes"])} if "envelope_bytes" in parameters else {}),
                 **({"fabric3_network_batch_timeout_ms": int(parameters["batch_timeout_ms"])}
                    if "batch_timeout_ms" in parameters else {}),
                 **({f"loadgen_{var}": round(float(parameters.get(name, 0)) * int(parameters["transactions"]))
@@ -40,14 +43,20 @@ class Plugin(SystemPlugin):
         # the peer's own per-block phase times (its log at INFO, no patch; logs.py)
         # and the committer-catchup driver's second peer's (catchup.py)
         # the peer's chaincode executions and the load generator's pre-endorsement (endorsements.py)
-        return [*super().tables(), logs.PHASES_TABLE, catchup.CATCHUP_TABLE, *endorsements.TABLES]
+        return [*super().tables(), logs.PHASES_TABLE, catchup.CATCHUP_TABLE, *endorsements.TABLES,
+                ordering_bench.CHAIN_TABLE]  # ordering-bench's delivered chain (ordering_bench.py)
 
     def metrics(self) -> list:
         # the v1.x phase metrics (vscc_ms, mvcc_ms, block_commit_ms, state_commit_ms) from that table
         # and Fig. 6's run_throughput_tps of the committer-catchup driver's second peer (catchup.py)
         # endorsement_throughput_tps and its companions (endorsements.py)
         return [*super().metrics(), *logs.METRICS, *catchup.METRICS, *endorsements.METRICS,
+                *ordering_bench.METRICS,  # ordering-bench: Fig. 6's orderer_throughput_tps (ordering_bench.py)
                 *validation_phases.METRICS]  # Javaid et al.'s phase metrics under validation-opt's names
+
+    def independent_checks(self) -> list:
+        # ordering-bench: an orderer's blocks carry no codes; its chain, envelopes and kept ledger (ordering_bench.py)
+        return [*super().independent_checks(), *ordering_bench.CHECKS]
 
     def upstream_ref(self, parameters: dict) -> dict | None:
         # a user's own Fabric tag or commit (--set fabric_ref=v2.5.12): built from git in place of the recipe's
