@@ -24,7 +24,9 @@ point, naming what is missing; it never passes as "not measured"
 * **Logs.** Every fetched log is scanned for the patterns of the point's
   system; an unexpected match fails the point. A pattern a mutation explains
   (``planned_by``) is forgiven only for as many lines as ``mutations.csv``
-  records mutations of that kind (times the pattern's ``lines_per_mutation``).
+  records mutations of that kind (times the pattern's ``lines_per_mutation``: a number, or
+  ``{by: <point parameter>, values: {<value>: n}, else: n}`` where the count depends on the point, e.g. an
+  envelope refused by each of SmartBFT's 4 orderers).
 * **Work.** The CPU the validating component spent must cover the signature
   verifications owed for the transactions the *ledger* holds, at this
   machine's measured cost of one, with the margin ``min_covered`` that the
@@ -142,6 +144,11 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS) -> dict:
         if p.get("planned_by") and p["planned_by"] not in MUTATION_PARAMETERS:
             raise HarnessError(f"{path}: log_patterns[{i}] ({p['name']}): planned_by {p['planned_by']!r} is not one "
                                f"of {', '.join(MUTATION_PARAMETERS)}")
+        per = p.get("lines_per_mutation", 1)
+        if not (isinstance(per, int) or (isinstance(per, dict) and isinstance(per.get("by"), str)
+                                         and isinstance(per.get("values"), dict))):
+            raise HarnessError(f"{path}: log_patterns[{i}] ({p['name']}): lines_per_mutation must be a number or "
+                               f"{{by: <parameter>, values: {{<value>: n}}, else: n}}, not {per!r}")
         patterns[p["name"]] = p
     evidence = dict(base["evidence"])
     for driver, builds in (doc.get("evidence") or {}).items():
@@ -212,15 +219,26 @@ def log_bytes_at_stop(point_dir: Path, host: str) -> dict[str, int]:
     return {str(r.log): int(r.bytes) for r in df.itertuples()}
 
 
-def _planned_lines(pattern: dict, mutations: pd.DataFrame | None) -> int:
+def lines_per_mutation(pattern: dict, parameters: dict | None = None) -> int:
+    """The lines of ``pattern`` one mutation explains at a point of ``parameters``: the pattern's number, or
+    its ``{by, values, else}`` mapping read at the point's value of parameter ``by`` (``else``: 1)."""
+    per = pattern.get("lines_per_mutation", 1)
+    if isinstance(per, dict):
+        value = str((parameters or {}).get(per["by"], ""))
+        return int((per.get("values") or {}).get(value, per.get("else", 1)))
+    return int(per)
+
+
+def _planned_lines(pattern: dict, mutations: pd.DataFrame | None, parameters: dict | None = None) -> int:
     """How many lines of ``pattern`` the recorded mutations explain (0 without a ``planned_by``)."""
     kind = MUTATION_PARAMETERS.get(pattern.get("planned_by") or "")
     if not kind or mutations is None or not len(mutations):
         return 0
-    return int((mutations["mutation"] == kind).sum()) * int(pattern.get("lines_per_mutation", 1))
+    return int((mutations["mutation"] == kind).sum()) * lines_per_mutation(pattern, parameters)
 
 
-def scan_logs(point_dir: Path, patterns: list[dict], mutations: pd.DataFrame | None = None) -> tuple[dict, list[str]]:
+def scan_logs(point_dir: Path, patterns: list[dict], mutations: pd.DataFrame | None = None,
+              parameters: dict | None = None) -> tuple[dict, list[str]]:
     """Count every pattern's matching lines over the point's fetched logs: (counts, problems).
 
     Only what a log held when teardown began stopping its host's components counts: what a
@@ -257,7 +275,7 @@ def scan_logs(point_dir: Path, patterns: list[dict], mutations: pd.DataFrame | N
                     first[p["name"]] = f"{log.parent.name}/{log.name}: {line}"
     problems = []
     for p, _ in compiled:
-        n, planned = counts[p["name"]], _planned_lines(p, mutations)
+        n, planned = counts[p["name"]], _planned_lines(p, mutations, parameters)
         if n > planned and p.get("unexpected", True):
             why = f", {planned} explained by the mutations recorded" if planned else ""
             problems.append(f"{n} log line(s) of {p['name']} ({p['meaning']}{why}); first: {first[p['name']]}")
@@ -420,7 +438,7 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
         problems.append(f"a negative control ({NEGATIVE_CONTROL}): its validator skipped the signature checks on "
                         "purpose, so its numbers are not evidence")
 
-    counts, log_problems = scan_logs(point_dir, rules["log_patterns"], mutations)
+    counts, log_problems = scan_logs(point_dir, rules["log_patterns"], mutations, point.get("parameters"))
     section["log_counts"] = counts
     problems += log_problems
 

@@ -166,6 +166,22 @@ def test_planned_conflicts_are_forgiven_only_as_many_times_as_mutations_were_rec
     assert len(problems) == 1 and "2 log line(s) of mvcc_read_conflict" in problems[0] and "1 explained" in problems[0]
 
 
+def test_a_refused_envelope_is_forgiven_once_per_orderer_it_went_to(tmp_path):
+    """fabric-3.1's orderer_rejected_broadcast: under SmartBFT every envelope goes to each of 4 orderers, so one
+    bad creator explains 4 lines; under Raft one (lines_per_mutation read at the point's ``ordering``)."""
+    rules = validity.load_rules("fabric-3.1")
+    (pattern,) = [p for p in rules["log_patterns"] if p["name"] == "orderer_rejected_broadcast"]
+    bad = pd.DataFrame({"block_number": [0], "tx_index": [0], "tx_id": ["c"], "mutation": ["bad_creator"]})
+    for i in range(4):
+        write_log(tmp_path, f"fabric3_orderer{i}.log", "[channel: c] Rejecting broadcast of normal message from x\n")
+    assert validity.scan_logs(tmp_path, [pattern], bad, {"ordering": "BFT"})[1] == []
+    problems = validity.scan_logs(tmp_path, [pattern], bad, {"ordering": "etcdraft"})[1]  # negative control
+    assert len(problems) == 1 and "4 log line(s) of orderer_rejected_broadcast" in problems[0]
+    assert len(validity.scan_logs(tmp_path, [pattern], bad, {})[1]) == 1  # the default ordering is Raft
+    write_log(tmp_path, "fabric3_orderer4.log", "Rejecting broadcast of normal message from y\n")  # a fifth
+    assert len(validity.scan_logs(tmp_path, [pattern], bad, {"ordering": "BFT"})[1]) == 1
+
+
 def test_rules_extend_their_base_and_refuse_bad_files(tmp_path):
     """The base is the one system.yaml declares (``extends``); validity.yaml may not declare another."""
     (tmp_path / "base").mkdir()
@@ -194,6 +210,10 @@ def test_rules_extend_their_base_and_refuse_bad_files(tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "validity.yaml").write_text("schema_version: 1\nlog_patterns:\n  - {name: c, regex: '(', meaning: m}\n")
     with pytest.raises(HarnessError, match="regex does not compile"):
+        validity.load_rules("bad", tmp_path)
+    (tmp_path / "bad" / "validity.yaml").write_text(
+        "schema_version: 1\nlog_patterns:\n  - {name: c, regex: 'C', meaning: m, lines_per_mutation: {values: {}}}\n")
+    with pytest.raises(HarnessError, match="lines_per_mutation must be a number or"):
         validity.load_rules("bad", tmp_path)
     (tmp_path / "bad" / "validity.yaml").write_text("schema_version: 1\nlog_patterns: [a: b: c]\n")
     with pytest.raises(HarnessError, match="not valid YAML"):
