@@ -115,10 +115,11 @@ def parse_peer_log(text: str, host: str = "", api: str = "") -> pd.DataFrame:
 
 def endorsements_table(point_dir: Path) -> pd.DataFrame | None:
     """Table ``fabric3_endorsements`` of a point: every ``logs/<host>/fabric3_peer.log``, each row with the API
-    its host's chaincode logged. None where the point has no such log (another system's point)."""
+    its host's chaincode logged. None where the point has no such log (another system's point) or no load
+    generator's log (a driver without transfers to endorse: nothing to time)."""
     point_dir = Path(point_dir)
     logs = sorted(point_dir.glob(f"logs/*/{PEER_LOG}"))
-    if not logs:
+    if not logs or not any(point_dir.glob(f"logs/*/{LOADGEN_LOG}")):
         return None
     frames = []
     for log in logs:

@@ -145,6 +145,12 @@ def test_endorsement_throughput_fails_closed(tmp_path, case):
         assert E.endorsement_throughput_tps(t, txs, block_txs, mutations) == pytest.approx(1000.0)
 
 
+def test_no_table_without_a_load_generator(tmp_path):
+    point, _, _ = _point(tmp_path)
+    (point / "logs" / "localhost" / E.LOADGEN_LOG).unlink()
+    assert E.endorsements_table(point) is None and E.client_table(point) is None
+
+
 def test_client_side_fails_closed(tmp_path):
     point, txs, _ = _point(tmp_path, loadgen="loadgen: pre-endorsed 4 transfers in 4ms")
     assert math.isnan(E.client_endorsement_tps(E.client_table(point), txs))
