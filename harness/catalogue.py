@@ -125,6 +125,13 @@ def reference_errors(doc: dict, file: Path) -> list[str]:
                 elif operand.get("variant") is not None and operand["variant"] not in variants_of[other]:
                     errors.append(f"{where}.{kind}[{j}].{side}.variant: expected one of "
                                   f"{sorted(variants_of[other])}, got {operand['variant']!r}")
+        for j, other in enumerate(exp.get("revisits") or []):
+            if other not in variants_of or other == exp.get("id") or (variants_of and any(
+                    e.get("id") == other and e.get("revisits") for e in doc.get("experiments") or [])):
+                errors.append(f"{where}.revisits[{j}]: expected one of the paper's own experiments, got {other!r}")
+        if exp.get("revisits") and not exp.get("questions"):
+            errors.append(f"{where}.revisits: a revisit states its questions (questions), so that it can come out "
+                          "either way")
         for j, claim in enumerate(exp.get("claims") or []):
             if claim.get("compare") == "ratio" and not claim.get("denominator"):
                 errors.append(f"{where}.claims[{j}].denominator: expected an object for a ratio claim")

@@ -33,14 +33,14 @@ from .rundir import Run, build_identity, read_json, select_runs
 MEASUREMENT_COLUMNS = ("paper", "experiment", "variant", "sweep", "repetition", "point", "run_id", "build_kind",
                        "build", "commit", "scale", "provider", "host_cpus_online", "host_cpus_usable", "cpu_model",
                        "point_cpus",
-                       "metric", "value", "unit", "status", "valid", "invalid_reason")
+                       "metric", "value", "unit", "status", "valid", "invalid_reason", "revisits")
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "statement", "compare", "metric", "expected", "tolerance",
                  "bound", "band_low", "band_high", "sides", "aggregate", "every_point", "measured", "interval_low",
                  "interval_high", "intervals", "n", "repetitions_needed", "method", "verdict", "reason",
                  "paper_cores", "verdict_at_paper_cores", "runs")
 QUESTION_COLUMNS = ("paper", "experiment", "question_id", "question", "sides", "metric", "threshold", "measured",
                     "interval_low", "interval_high", "n", "repetitions_needed", "method", "answer", "reason",
-                    "evidence_class", "runs")
+                    "evidence_class", "runs", "revisits")
 
 
 def _question_row(question: dict, paper_id: str, stored: dict, runs: list[str]) -> dict:
@@ -128,13 +128,16 @@ def export_paper(paper_id: str, results: Path, out: Path, papers_dir: Path | Non
             continue
         summary = analyze_pool(selection.pooled)
         stored = selection.shown.stored("experiment")["experiment"]
+        # an experiment of ours re-running the paper's on today's Fabric: the paper's experiments it re-runs
+        revisits = json.dumps(experiment["revisits"]) if experiment.get("revisits") else None
         for run in selection.pooled:
-            measurements += _point_rows(run, paper_id, experiment["id"], units)
+            measurements += [{**row, "revisits": revisits} for row in _point_rows(run, paper_id, experiment["id"], units)]
         # the catalogue's conditions for judging, as the report applies them (harness/report/conditions.py)
         judged = conditions.apply(summary["claims"], {**stored, "judged_when": experiment.get("judged_when")},
                                   selection.configuration.get("parameters") or {}, selection.configuration.get("scale"))
         claims += [_claim_row(c, paper_id, stored, summary["runs"]) for c in judged]
-        questions += [_question_row(q, paper_id, stored, summary["runs"]) for q in summary.get("questions") or []]
+        questions += [{**_question_row(q, paper_id, stored, summary["runs"]), "revisits": revisits}
+                      for q in summary.get("questions") or []]
     if not measurements:
         raise HarnessError(f"no stored runs of paper {paper_id!r} to export (invoke reproduce --paper {paper_id})")
     tables = {"measurements": pd.DataFrame(measurements, columns=list(MEASUREMENT_COLUMNS)),

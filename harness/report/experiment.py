@@ -99,9 +99,11 @@ def runs_blocks(selection: Selection) -> list[tuple]:
     return blocks
 
 
-def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) -> tuple[list[tuple], list[dict]]:
-    """The report blocks (figures inline as PNG bytes) of one experiment's selected runs (pooled), and its
-    claim verdicts. Figures of resources and system report parts are the newest pooled run's."""
+def experiment_blocks(experiment: dict, selection: Selection,
+                      figure_name: str) -> tuple[list[tuple], list[dict], list[dict]]:
+    """The report blocks (figures inline as PNG bytes) of one experiment's selected runs (pooled), its
+    claim verdicts and its questions' answers. Figures of resources and system report parts are the newest
+    pooled run's."""
     run = selection.shown
     summary = analyze_pool(selection.pooled)
     stored = run.stored("experiment")["experiment"]
@@ -151,4 +153,4 @@ def experiment_blocks(experiment: dict, selection: Selection, figure_name: str) 
     blocks += validity_blocks(selection.pooled)
     blocks += timing_blocks(selection.pooled)
     blocks += resource_blocks(run, figure_name.removesuffix(".png"))
-    return blocks, claims
+    return blocks, claims, summary.get("questions") or []

@@ -1,5 +1,6 @@
 """A paper's report: at the top what was found (``glance``: verdict counts, what they were judged on, what to
-run next), the Claims table of every experiment, each experiment's section, what has not run, and the
+run next), the Claims table of every experiment, the questions of its revisits on today's Fabric
+(``revisits``), each experiment's section, what has not run, and the
 fidelity section; written as Markdown and HTML, each section also into its run, with ``glance.json`` for the
 site's index (``site``), which is written anew."""
 
@@ -15,6 +16,7 @@ from ..rundir import write_json
 from .experiment import experiment_blocks
 from .glance import glance_blocks
 from .render import to_html, to_markdown
+from .revisits import revisit_blocks
 from .site import write_index
 from .text import fmt
 from .verdicts import CLAIM_HEADERS, VERDICT_METHOD, claims_block
@@ -52,6 +54,7 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
     out = Path(reports) / paper_id
     (out / "figures").mkdir(parents=True, exist_ok=True)
     body, all_claims, not_runnable, not_run, entries = [], [], [], [], []
+    questions_of: dict[str, list[dict]] = {}
     for experiment in paper.experiments:
         selection = select_runs(results, paper_id, experiment["id"], named=runs, since=since)
         if selection is None:
@@ -62,7 +65,7 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
                                      experiment.get("not_runnable_reason") or "not runnable"])
             continue
         figure = f"figures/{experiment['id']}.png"
-        blocks, claims = experiment_blocks(experiment, selection, figure)
+        blocks, claims, questions_of[experiment["id"]] = experiment_blocks(experiment, selection, figure)
         run = selection.shown
         body += _claims_once(blocks, experiment["id"])
         all_claims += [{**c, "experiment": experiment["id"]} for c in claims]
@@ -85,6 +88,7 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
                           + (f", started since {since}" if since else "") + "."))
     if all_claims:
         head += [("h2", "Claims"), claims_block(all_claims), ("p", VERDICT_METHOD)]
+    head += revisit_blocks(paper_id, paper.experiments, questions_of)
     tail = []
     if not_run:
         title = "Not run yet" if runs is None and not since else "No run selected"

@@ -108,8 +108,12 @@ def test_runnable_set_is_as_planned():
         ("fastfabric", "table1-today-raft"),
         ("fastfabric", "table1-today-bft"),
         ("fastfabric", "table1-revisit-v31"),
-        # ours, not the paper's: Javaid et al.'s validation phase on v3.1 (issue 35)
+        ("fastfabric", "table1-three-releases"),  # lab 06
+        # ours, not the paper's: each paper's idea on v3.1 (issue 35)
         ("validation-opt", "validation-revisit-v31"),
+        ("fastfabric", "fig6-revisit-v31"),
+        ("fujitsu-api", "fig4-revisit-v31"),
+        ("bftsmart-orderer", "fig6-revisit-smartbft"),
         ("fujitsu-api", "fig2-chaincode-time"),
         ("fujitsu-api", "fig4-api-comparison"),
         ("fujitsu-api", "fig5-network-latency"),

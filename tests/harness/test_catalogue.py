@@ -42,6 +42,25 @@ def test_claim_naming_an_unknown_variant_is_reported(root):
     assert any("claims[0].numerator.variant: expected one of" in e for e in validate_file(path))
 
 
+def test_a_revisit_names_the_papers_own_experiment_and_states_its_questions(root):
+    """``revisits`` (issue 35): an experiment of ours re-running one of the paper's; the report lists it under
+    "The idea on today's Fabric"."""
+    def revisit(target, questions=True):
+        def change(doc):
+            bench = doc["experiments"][0]
+            variant = bench["variants"][0]["id"]
+            doc["experiments"][1].update(revisits=[target])
+            doc["experiments"][1].pop("questions", None)
+            if questions:
+                doc["experiments"][1]["questions"] = [{"id": "q", "question": "faster?", "numerator": {
+                    "experiment": "bench", "variant": variant}, "denominator": {"experiment": "bench", "variant": variant}}]
+        return [e for e in validate_file(_rewrite(root, change)) if "revisits" in e]
+    assert revisit("bench") == []
+    assert any("revisits[0]: expected one of the paper's own experiments, got 'nope'" in e for e in revisit("nope"))
+    assert any("got 'later'" in e for e in revisit("later"))  # not itself
+    assert any("states its questions" in e for e in revisit("bench", questions=False))
+
+
 def test_yaml_syntax_error_names_the_file(root):
     (root / "papers" / "mini.yaml").write_text("paper: [unclosed\n")
     with pytest.raises(HarnessError, match="mini.yaml: not valid YAML"):

@@ -55,6 +55,7 @@ def store(root, tmp_path):
     paper["paper"]["hardware"]["cores"] = 2  # so that the absolute claims are comparable here
     paper["experiments"][0]["claims"] += MORE_CLAIMS
     paper["experiments"][0]["questions"] = [QUESTION]
+    paper["experiments"][0]["revisits"] = ["later"]  # marked as a revisit of ours: exported as such
     paper_file.write_text(yaml.safe_dump(paper, sort_keys=False))
     results = tmp_path / "results"
     speeds = [({("quick", 100): [1200, 1260, 1150], ("slow", 100): [1000, 1010, 990],
@@ -100,6 +101,8 @@ def test_export_writes_every_pooled_measurement_and_claim_as_parquet_and_csv(roo
     assert questions.loc["q1", "n"] == 6 and questions.loc["q1", "measured"] > 1.15
     assert questions.loc["q1", "answer"] == tables["questions"].set_index("question_id").loc["q1", "answer"]
     assert questions.loc["q1", "answer"] == "yes"  # 1.2 [1.17, 1.24] over 6 pooled repetitions
+    assert questions.loc["q1", "revisits"] == '["later"]'
+    assert set(read_table(out / "measurements.parquet")["revisits"]) == {'["later"]'}
 
 
 def test_the_documented_snippet_recomputes_every_verdict_and_interval(root, store, tmp_path, monkeypatch):

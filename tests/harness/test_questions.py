@@ -7,6 +7,7 @@ import yaml
 from harness import REPO_ROOT, validity
 from harness.analyze import evaluate_claim, with_evidence
 from harness.questions import answer_question as _answer_with
+from harness.report.revisits import revisit_blocks
 from harness.report.verdicts import question_blocks
 
 PAPERS = REPO_ROOT / "papers"
@@ -74,3 +75,25 @@ def test_the_threshold_is_the_questions_and_the_report_shows_the_answer():
     rows = question_blocks({"questions": [answered]})[0][2]
     assert rows[0][3].startswith("**yes**") and rows[0][1] == "> 0.9?"
     assert question_blocks({}) == []
+
+
+def test_the_papers_report_lists_each_revisits_answers_and_the_command_of_one_not_run():
+    """"The idea on today's Fabric" (harness/report/revisits.py): a revisit run shows its answers, one not run
+    its command; a paper without revisits has no such section."""
+    doc = yaml.safe_load((PAPERS / "fastfabric.yaml").read_text(encoding="utf-8"))
+    experiments = doc["experiments"]
+    experiment = next(e for e in experiments if e["id"] == "table1-revisit-v31")
+    def group(variant, values):  # the experiment's metric: the peer's own commit times
+        g = _group(variant, values)
+        g["metrics"] = {"throughput_tps": g["metrics"]["delivery_throughput_tps"]}
+        return g
+    groups = [group("fabric-3.1-raft", [1500, 1610, 1550]), group("fabric-1.2", [1000, 1050, 1020]),
+              group("fastfabric", [1490, 1600, 1570])]
+    answered = [answer_question(q, experiment, groups, CONTEXT, PROVEN) for q in experiment["questions"]]
+    (head, intro, (_, headers, rows)) = revisit_blocks("fastfabric", experiments, {"table1-revisit-v31": answered})
+    assert head == ("h2", "The idea on today's Fabric") and headers[0] == "revisit (ours)"
+    mine = [r for r in rows if r[0] == "`table1-revisit-v31`"]
+    assert [r[5].split("**")[1] for r in mine] == ["undecided", "yes", "yes"] and mine[0][1] == "Table I"
+    not_run = [r for r in rows if r[0] == "`fig6-revisit-v31`"]
+    assert not_run and all(r[4] == "not run yet" and "--experiment fig6-revisit-v31" in r[5] for r in not_run)
+    assert revisit_blocks("fastfabric", [e for e in experiments if not e.get("revisits")], {}) == []

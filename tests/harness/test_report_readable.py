@@ -101,7 +101,7 @@ def test_claims_table_appears_once_in_the_paper_report(root, tmp_path, monkeypat
     def blocks(experiment, run, figure):  # the claim belongs to the first experiment only
         seen.append(experiment["id"])
         mine = [claim] if len(seen) == 1 else []
-        return [("h2", experiment["id"])] + ([("table", V.CLAIM_HEADERS, V.claims_rows(mine))] if mine else []), mine
+        return [("h2", experiment["id"])] + ([("table", V.CLAIM_HEADERS, V.claims_rows(mine))] if mine else []), mine, []
     def select(results, paper, exp, **_kw):  # TEST DOUBLE of rundir.select_runs: one run per experiment
         (tmp_path / "runs" / exp).mkdir(parents=True, exist_ok=True)
         return SimpleNamespace(shown=SimpleNamespace(path=tmp_path / "runs" / exp))
@@ -269,6 +269,6 @@ def test_an_experiments_section_shows_its_deviations_once(tmp_path, monkeypatch,
     selection = EXP.Selection(pooled=[_fake_run(tmp_path, exp)], listed=[], complete=True,
                             configuration={"scale": "local", "build": {"kind": "reference"}, "provider": "local",
                                            "cores": 2})
-    blocks, _ = EXP.experiment_blocks(exp, selection, "figures/e.png")
+    blocks, _, _ = EXP.experiment_blocks(exp, selection, "figures/e.png")
     md = RENDER.to_markdown(blocks)
     assert md.count("all roles on one machine") == 1 and "loadgen_streams=50" in md
