@@ -34,7 +34,7 @@ type Config struct {
 	// creates smallbank accounts and the transfer phase sends Caliper's
 	// smallbank operations (workloads/smallbank) instead of transfers; or
 	// "envelopes" (envelopes.go): no endorser and no chaincode, the transfer
-	// phase signs transfer.transactions MESSAGE envelopes of
+	// phase signs transfer.transactions envelopes of opaque data of
 	// transfer.payloadBytes bytes of data and sends them to the orderers.
 	Workload string `yaml:"workload"`
 	// Phase is "setup" or "transfer" (--phase overrides).

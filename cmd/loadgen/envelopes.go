@@ -2,7 +2,10 @@ package main
 
 // Workload "envelopes": an ordering-service benchmark's client (Sousa et al.'s WorkloadClient,
 // DSN 2018 Sec. VI-C, on Fabric's own orderers). No peer and no chaincode: each transaction is an
-// envelope of header type MESSAGE whose payload data is transfer.payloadBytes opaque bytes, with a
+// envelope of header type ENDORSER_TRANSACTION whose payload data is transfer.payloadBytes opaque
+// bytes (BFT-SMaRt's WorkloadClient sends MESSAGE; v3.1's SmartBFT puts no other type in a block
+// with other envelopes: "only endorser transactions can be sent with other transactions",
+// orderer/consensus/smartbft/verifier.go:174, and no orderer parses an endorser transaction's data), with a
 // channel header (channel, a transaction ID computed as Fabric computes it from nonce and creator,
 // a timestamp) and a signature header (the client's identity and nonce), signed by the client. That
 // is all an orderer checks of a normal message: the header, the creator's signature against the
@@ -29,12 +32,12 @@ import (
 // EnvelopesWorkload is the workload name of the ordering benchmark.
 const EnvelopesWorkload = "envelopes"
 
-// messageEnvelope makes one signed MESSAGE envelope whose payload data is data.
+// messageEnvelope makes one signed envelope of type ENDORSER_TRANSACTION whose payload data is data.
 func messageEnvelope(channel string, signer protoutil.Signer, data []byte) (Endorsed, error) {
 	creator := signer.Serialize()
 	nonce := protoutil.NewNonce()
 	txID := protoutil.ComputeTxID(nonce, creator)
-	chdr := &cb.ChannelHeader{Type: int32(cb.HeaderType_MESSAGE), ChannelId: channel, TxId: txID,
+	chdr := &cb.ChannelHeader{Type: int32(cb.HeaderType_ENDORSER_TRANSACTION), ChannelId: channel, TxId: txID,
 		Timestamp: timestamppb.Now()}
 	hdr := &cb.Header{ChannelHeader: protoutil.MarshalOrPanic(chdr),
 		SignatureHeader: protoutil.MarshalOrPanic(&cb.SignatureHeader{Creator: creator, Nonce: nonce})}

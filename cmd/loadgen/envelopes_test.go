@@ -13,9 +13,9 @@ import (
 	"fabricrepro/internal/protoutil"
 )
 
-// The envelopes workload's envelopes: MESSAGE type, the requested data size, unique Fabric transaction
+// The envelopes workload's envelopes: ENDORSER_TRANSACTION type (SmartBFT batches no other), the requested data size, unique Fabric transaction
 // IDs from nonce and creator, and a signature of the creator over the payload (what an orderer checks).
-func TestEnvelopesAreSignedMessagesOfTheSize(t *testing.T) {
+func TestEnvelopesAreSignedTransactionsOfTheSize(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: 1, Peers: 1, Clients: 1}); err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestEnvelopesAreSignedMessagesOfTheSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if chdr.Type != int32(cb.HeaderType_MESSAGE) || chdr.ChannelId != "ch" || len(payload.Data) != size {
+			if chdr.Type != int32(cb.HeaderType_ENDORSER_TRANSACTION) || chdr.ChannelId != "ch" || len(payload.Data) != size {
 				t.Fatalf("envelope %d: type %d channel %q data %d bytes", i, chdr.Type, chdr.ChannelId, len(payload.Data))
 			}
 			if chdr.TxId != e.TxID || chdr.TxId != protoutil.ComputeTxID(shdr.Nonce, shdr.Creator) || seen[e.TxID] {

@@ -1,6 +1,6 @@
 // Command loadgen drives the money-transfer workload (workloads/money-transfer),
 // or with workload: smallbank Caliper's smallbank operations (workloads/smallbank),
-// or with workload: envelopes signed MESSAGE envelopes of a fixed size for an
+// or with workload: envelopes signed envelopes of opaque data of a fixed size for an
 // ordering service alone (envelopes.go):
 //
 //	bin/loadgen --config loadgen.yaml --out txs.csv [--phase setup|transfer]

@@ -1,5 +1,5 @@
 """The driver ordering-bench (playbooks/fabric3-ordering-bench.yml): Fabric's orderers alone, fed signed
-MESSAGE envelopes of a fixed size by our load generator (workload envelopes) and read back block by block
+envelopes (type ENDORSER_TRANSACTION, opaque data) of a fixed size by our load generator (workload envelopes) and read back block by block
 from orderer0 by our block watcher (--chain-out). Sousa et al.'s Fig. 6 on v3.1's SmartBFT
 (papers/bftsmart-orderer.yaml fig6-revisit-smartbft).
 
