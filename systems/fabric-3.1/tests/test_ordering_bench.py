@@ -169,10 +169,24 @@ def test_the_check_needs_the_ordering_service(ob, tmp_path):
 
 def test_fig6_metric_from_the_delivered_blocks(ob):
     # 4 data blocks of 3 envelopes, 0.1 s apart: blocks 2-4's 9 envelopes over 0.3 s
+    # (the genesis block 0 opens nothing)
     c = chain(blocks=4, per_block=3)
-    assert ob.throughput(c[c["block_number"] >= 1]) == pytest.approx(30.0)
-    assert ob.blocks_per_s(c[c["block_number"] >= 1]) == pytest.approx(10.0)
-    assert pd.isna(ob.throughput(c[c["block_number"] == 1]))
+    assert ob.throughput(c) == pytest.approx(30.0)
+    assert ob.blocks_per_s(c) == pytest.approx(10.0)
+    assert pd.isna(ob.throughput(c[c["block_number"] <= 1]))
+
+
+def test_the_chain_table_is_read_whole_and_its_header_checked(ob, tmp_path):
+    raw = tmp_path / "raw" / "localhost"
+    raw.mkdir(parents=True)
+    assert ob.parse_chain(tmp_path) is None
+    chain().to_csv(raw / "ordering_chain.csv", index=False)
+    t = ob.parse_chain(tmp_path)
+    assert list(t["block_number"]) == [0, 1, 2, 3, 4] and t.loc[0, "previous_hash"] == "" and t.loc[0, "host"] == "localhost"
+    chain().rename(columns={"signatures": "sigs"}).to_csv(raw / "ordering_chain.csv", index=False)
+    from harness.plugin_api import HarnessError
+    with pytest.raises(HarnessError):
+        ob.parse_chain(tmp_path)
 
 
 def test_the_plugin_declares_table_metric_and_check():
