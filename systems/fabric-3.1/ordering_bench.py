@@ -14,8 +14,9 @@ An orderer's blocks carry no validation codes, so the counts rest on the indepen
 * every envelope exactly once: the transaction IDs of blocks 1..n (``block_txs``) are unique, are exactly
   the envelopes the load generator sent (``txs``), each of which the orderers acknowledged (SUCCESS), and
   each block's count agrees in ``deliveries``, ``block_txs`` and ``ordering_chain``;
-* a second source the block watcher did not write: the kept block files of the orderers' ledger
-  (``raw/<host>/blocks/fabric3_orderer/<channel>/``), decoded by ``bin/blockfile --txs`` (which checks their
+* a second source the block watcher did not write: the kept block files of orderer0's ledger, which the
+  playbook links apart (``raw/<host>/blocks/ordering_bench_ledger/<channel>/``: teardown keeps block files by
+  base name per component, and 4 orderers on one host would mix theirs), decoded by ``bin/blockfile --txs`` (which checks their
   hash chain itself), hold the same transactions at the same places of the same blocks.
 
 The metric ``orderer_throughput_tps`` is the name and meaning of Fig. 6's (bftsmart-orderer: envelopes ordered
@@ -60,8 +61,8 @@ CHAIN_TABLE = Table("ordering_chain", parse=parse_chain)
 #: signatures a block must carry: SmartBFT's quorum of 4 nodes (f = 1: 2f + 1), a Raft leader's one
 MIN_SIGNATURES = {"BFT": 3, "etcdraft": 1}
 
-#: the component whose kept ledger is the second source (teardown's raw/<host>/blocks/<component>/)
-LEDGER_COMPONENT = "fabric3_orderer"
+#: where the playbook links orderer0's block files, kept by teardown as raw/<host>/blocks/ordering_bench_ledger/<channel>/
+LEDGER_COMPONENT = "ordering_bench_ledger"
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -129,7 +129,7 @@ def ledger_csv(t: dict) -> str:
 
 def point_with_ledger(tmp_path: Path, ordering: str = "BFT") -> Path:
     point = tmp_path / "point"
-    ledger = point / "raw" / "localhost" / "blocks" / "fabric3_orderer" / "ch"
+    ledger = point / "raw" / "localhost" / "blocks" / "ordering_bench_ledger" / "ch"
     ledger.mkdir(parents=True)
     (ledger / "blockfile_000000").write_bytes(b"x")
     (point / "logs").mkdir()
