@@ -483,11 +483,17 @@ def _judge(claim: dict, experiment: dict, groups: list[dict], context: dict) -> 
 _WEAKEST_FIRST = (validity.DRIVER_ONLY, validity.INDEPENDENT_CHECK, validity.NO_COUNT, validity.LEDGER_PROVEN)
 
 
-def with_evidence(claim: dict, summaries: list[dict]) -> dict:
+def with_evidence(claim: dict, summaries: list[dict], compared: dict | None = None) -> dict:
     """The claim with ``evidence_class``, what its counts rest on: the weakest class among the complete,
-    valid points of its runs. A claim whose counts no ledger and no independent check proves cannot be
+    valid points of its runs (of the variants it compares, where it names them). A claim whose counts no ledger and no independent check proves cannot be
     "reproduced": that verdict becomes "inconclusive", saying why."""
-    found = {(s.get("validity") or {}).get("evidence") for s in summaries
+    # the points of the variants the claim compares (a question on v3.1's two chaincode APIs rests on their
+    # points, not on another variant's in the same run); where none is named or none matches, every point
+    spec = compared or claim  # the catalogue's claim (its operands), where ``claim`` is its evaluation
+    variants = {op.get("variant") for op in (spec.get("numerator"), spec.get("denominator"), spec)
+                if isinstance(op, dict) and op.get("variant") and not op.get("experiment")}
+    own = [s for s in summaries if s.get("variant") in variants]
+    found = {(s.get("validity") or {}).get("evidence") for s in (own or summaries)
              if s["status"] == "complete" and s["valid"] and not s.get("control")}
     classes = [c for c in _WEAKEST_FIRST if c in found]
     if not classes:
@@ -545,7 +551,7 @@ def _summary(runs: list[Run], by_run: dict[str, list[dict]], other_runs: dict) -
                "other_runs": other_runs}
     every = [s for summaries in by_run.values() for s in summaries]
     def judge(claim: dict) -> dict:
-        return with_evidence(evaluate_claim(claim, experiment, groups, context), every)
+        return with_evidence(evaluate_claim(claim, experiment, groups, context), every, compared=claim)
 
     claims = [judge(c) for c in experiment.get("claims") or []]
     questions = [answer_question(q, judge) for q in experiment.get("questions") or []]

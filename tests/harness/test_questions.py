@@ -16,7 +16,7 @@ PAPERS = REPO_ROOT / "papers"
 def answer_question(question, experiment, groups, context, summaries):
     """The question judged as analyze judges it (evaluate_claim, then with_evidence)."""
     return _answer_with(question, lambda claim: with_evidence(evaluate_claim(claim, experiment, groups, context),
-                                                              summaries))
+                                                              summaries, compared=claim))
 
 
 def _experiment(experiment: str) -> dict:
@@ -60,6 +60,18 @@ def test_a_yes_needs_ledger_proven_counts_and_a_missing_side_is_not_answered():
     missing = answer_question(question, experiment, [_group("fabric-3.1-raft", [1500, 1610, 1550])], CONTEXT,
                               PROVEN)
     assert missing["answer"] == "not answered"
+
+
+def test_the_evidence_is_that_of_the_compared_variants_points():
+    """A driver-only column elsewhere in the run (v0.6.1's beside v3.1's) does not weaken a question on two
+    ledger-proven columns, and does weaken one that compares it."""
+    proven = [{**PROVEN[0], "variant": v} for v in ("fabric-3.1-raft", "fabric-1.2-kafka")]
+    other = [{"status": "complete", "valid": True, "variant": "fabric-2.5-raft",
+              "validity": {"evidence": validity.DRIVER_ONLY}}]
+    mine = _answer("v31-over-v12", [1500, 1610, 1550], [1000, 1050, 1020], proven + other)
+    assert mine["answer"] == "yes" and mine["evidence_class"] == validity.LEDGER_PROVEN
+    weak = [{**other[0], "variant": "fabric-1.2-kafka"}, proven[0]]  # negative control: a compared column weak
+    assert _answer("v31-over-v12", [1500, 1610, 1550], [1000, 1050, 1020], weak)["answer"] == "undecided"
 
 
 def test_the_threshold_is_the_questions_and_the_report_shows_the_answer():
