@@ -122,20 +122,17 @@ func (c *Config) check() error {
 	if c.Accounts == 0 {
 		c.Accounts = 2 * c.Transfer.Transactions
 	}
+	if err := c.checkClient(); err != nil {
+		return err
+	}
 	if c.Workload == EnvelopesWorkload {
 		return c.checkEnvelopes()
 	}
 	switch {
-	case c.MSPDir == "" || c.MSPID == "":
-		return errors.New("mspDir and mspID are required")
-	case c.GenesisBlock == "":
-		return errors.New("genesisBlock is required")
 	case len(c.Endorsers) == 0:
 		return errors.New("endorsers: at least one address is required")
 	case c.EndorsersPerTx < 1 || c.EndorsersPerTx > len(c.Endorsers):
 		return fmt.Errorf("endorsersPerTx must be between 1 and the number of endorsers (%d)", len(c.Endorsers))
-	case len(c.Orderers) == 0:
-		return errors.New("orderers: at least one address is required")
 	case c.Chaincode == "":
 		return errors.New("chaincode is required")
 	case c.Workload != "money-transfer" && c.Workload != "smallbank":
@@ -170,10 +167,8 @@ func (c *Config) check() error {
 	return nil
 }
 
-// checkEnvelopes validates the configuration of the envelopes workload: no endorser, chaincode,
-// accounts or mutation applies; only the transfer phase exists.
-func (c *Config) checkEnvelopes() error {
-	t := c.Transfer
+// checkClient validates what every workload needs to sign and send: an identity, the channel and the orderers.
+func (c *Config) checkClient() error {
 	switch {
 	case c.MSPDir == "" || c.MSPID == "":
 		return errors.New("mspDir and mspID are required")
@@ -181,6 +176,15 @@ func (c *Config) checkEnvelopes() error {
 		return errors.New("genesisBlock is required")
 	case len(c.Orderers) == 0:
 		return errors.New("orderers: at least one address is required")
+	}
+	return nil
+}
+
+// checkEnvelopes validates the configuration of the envelopes workload: no endorser, chaincode,
+// accounts or mutation applies; only the transfer phase exists.
+func (c *Config) checkEnvelopes() error {
+	t := c.Transfer
+	switch {
 	case c.Phase != "transfer":
 		return fmt.Errorf("workload %s has only the transfer phase, not %q", EnvelopesWorkload, c.Phase)
 	case c.Streams < 1:
