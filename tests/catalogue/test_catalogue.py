@@ -110,6 +110,7 @@ def test_runnable_set_is_as_planned():
         ("fastfabric", "table1-revisit-v31"),
         ("fastfabric", "table1-three-releases"),  # lab 06
         ("fastfabric", "table1-today-saturation"),
+        ("fastfabric", "table1-today-couchdb"),
         # ours, not the paper's: each paper's idea on v3.1 (issue 35)
         ("validation-opt", "validation-revisit-v31"),
         ("fastfabric", "fig6-revisit-v31"),
