@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.plugin_api import HarnessError
+from harness.plugin_api import HarnessError, point_role_settings
 
 _RECEIVED = re.compile(r"^Received block:\s+(\d+)\s*$", re.M)
 _QUORUM = re.compile(r"^Block #(\d+) contains a quorum of valid signatures!", re.M)
@@ -171,8 +171,9 @@ COLUMNS = {
     "bft_throughput": ["node", "time_ns", "unit", "per_s"],
     # TestSignatures' reports: signatures per second per interval, with its threads and block size
     "bft_signatures": ["threads", "block_size", "per_s"],
-    # WorkloadClient's latencies (Fig. 7): client (its frontend id), block, milliseconds
-    "bft_latency": ["client", "time_ns", "block", "latency_ms"],
+    # WorkloadClient's latencies (Fig. 6): client (its receiver id), block, milliseconds; with the point's configured
+    # envelopes per block (blocks are cut by count), which turns block numbers into envelopes delivered
+    "bft_latency": ["client", "time_ns", "block", "latency_ms", "block_size"],
     # TestNodes' latency reports (Fig. 7, zeromq generation): frontend id, its region (the host), report index, ms
     "bft_frontend_latency": ["frontend", "region", "report", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "max_ms"],
 }
@@ -216,15 +217,35 @@ def signatures_table(point_dir: Path) -> pd.DataFrame | None:
 
 
 def latency_table(point_dir: Path) -> pd.DataFrame | None:
-    """``bft_latency``: every WorkloadClient's latency log."""
+    """``bft_latency``: every WorkloadClient's latency log, with the block size the point configured (None where
+    the run recorded none: then no envelope count is made from block numbers)."""
+    block_size = point_role_settings(point_dir).get("bftsmart_config_block_size")
     rows = []
     for f in sorted(Path(point_dir).glob("logs/*/latency_*.log")):
         client = f.stem.removeprefix("latency_")
         if not client.isdigit():
             continue  # latency_WORKLOAD_CLIENT_ID_IS_UNDEFINED.log: the nodes' logback opens it too, empty
-        rows += [{"client": int(client), "time_ns": _ns(r["time"]), "block": r["block"], "latency_ms": r["latency_ms"]}
-                 for r in _parsed(workload_latencies, f)]
+        rows += [{"client": int(client), "time_ns": _ns(r["time"]), "block": r["block"], "latency_ms": r["latency_ms"],
+                  "block_size": block_size} for r in _parsed(workload_latencies, f)]
     return _frame("bft_latency", rows)
+
+
+def delivered_rate(latency: pd.DataFrame) -> float:
+    """Envelopes per second in the blocks the slowest receiver got from a reply quorum: per receiver, the blocks
+    after its first logged one (block size each: blocks are cut by count) over the time from that block's first
+    logged arrival to its last block's (as Fabric's Deliver-side rate, systems/fabric-3.1/ordering_bench.py). NaN
+    without a configured block size or with fewer than two blocks at some receiver."""
+    sizes = latency["block_size"].dropna().unique()
+    if len(sizes) != 1 or int(sizes[0]) < 1:
+        return float("nan")
+    rates = []
+    for _, lines in latency.groupby("client"):
+        arrivals = lines.groupby("block")["time_ns"].min().sort_index()
+        span = int(arrivals.iloc[-1] - arrivals.iloc[0]) if len(arrivals) >= 2 else 0
+        if span <= 0:
+            return float("nan")
+        rates.append((int(arrivals.index[-1]) - int(arrivals.index[0])) * int(sizes[0]) / (span / 1e9))
+    return float(min(rates)) if rates else float("nan")
 
 
 def frontend_latency_table(point_dir: Path) -> pd.DataFrame | None:

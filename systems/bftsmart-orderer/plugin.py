@@ -32,6 +32,10 @@ class Plugin(SystemPlugin):
             Metric("orderer_throughput_tps", "tx/s", ("bft_throughput",),
                    lambda bft_throughput: logs.rate(bft_throughput, "envelopes"),
                    "envelopes ordered per second at node 0, the leader (its throughput log; seed 004 line 147)"),
+            Metric("delivered_envelopes_tps", "tx/s", ("bft_latency",), logs.delivered_rate,
+                   "envelopes per second in the blocks the slowest receiver got from a reply quorum (its latency log's "
+                   "block numbers x the block size, over its first to last block's arrival): what the service "
+                   "delivered, where node 0's log counts what it ordered"),
             Metric("blocks_per_s", "blocks/s", ("bft_throughput",),
                    lambda bft_throughput: logs.rate(bft_throughput, "blocks"),
                    "blocks made and signed per second at node 0, the leader (its throughput log)"),

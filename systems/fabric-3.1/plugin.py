@@ -51,7 +51,7 @@ class Plugin(SystemPlugin):
         # and Fig. 6's run_throughput_tps of the committer-catchup driver's second peer (catchup.py)
         # endorsement_throughput_tps and its companions (endorsements.py)
         return [*super().metrics(), *logs.METRICS, *catchup.METRICS, *endorsements.METRICS,
-                *ordering_bench.METRICS,  # ordering-bench: Fig. 6's orderer_throughput_tps (ordering_bench.py)
+                *ordering_bench.METRICS,  # ordering-bench: delivered_envelopes_tps (ordering_bench.py)
                 *validation_phases.METRICS]  # Javaid et al.'s phase metrics under validation-opt's names
 
     def independent_checks(self) -> list:

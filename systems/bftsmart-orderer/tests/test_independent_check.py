@@ -10,6 +10,7 @@ A consistent point passes; each kind of disagreement fails naming its cause; eve
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -59,13 +60,15 @@ def _latency(last_block: int, per_block: int = 3, first_block: int = 1) -> str:
 
 
 def fig6_point(tmp_path: Path, *, nodes=4, leader=10, replicas=None, receivers=(1000,), last_block=990,
-               per_block=3, at_stop_reports=None, settings=True) -> Path:
+               per_block=3, at_stop_reports=None, settings=True, counted_at=None) -> Path:
     """A Fig. 6 point: 4 nodes on host orderer, receivers on host client; interval 1000, 10 envelopes a block. ``leader``: node 0's reports; ``replicas``: the others' (default: as node 0's)."""
     role_settings = {"bftsmart_config": {"bftsmart_config_throughput_interval": 1000,
                                          "bftsmart_config_signing_threads": 16, "bftsmart_config_block_size": 100}}
     run_vars = {"bftsmart_config_block_size": 10, "bftsmart_config_nodes": nodes,
                 "bftsmart_config_frontends": len(receivers), "bftsmart_config_signing_threads": 16}
     point = _run_dir(tmp_path, role_settings if settings else {}, run_vars if settings else {})
+    if counted_at:
+        _write(point / "point.json", json.dumps({"parameters": {"counted_at": counted_at}}))
     replicas = replicas if replicas is not None else [leader] * (nodes - 1)
     for i in range(nodes):
         _affinity(point, "orderer", f"bftsmart_node-{i}_node{i}")
@@ -120,6 +123,40 @@ def test_the_real_overloaded_smoke_point_fails(tmp_path):
     section, problems = _run(point)
     assert [p.split(":")[0] for p in problems] == ["receiver 1000 is short of blocks", "receiver 2000 is short of blocks"]
     assert section["leader_envelopes_at_stop"] == 5000 and section["receivers"]["2000"]["envelopes"] == 1060
+
+
+def test_counted_at_the_receivers_a_receiver_behind_node_0_is_the_measurement(tmp_path):
+    # the same overloaded point as above, in an experiment that counts what the receivers got (fig6-revisit-smartbft)
+    point = fig6_point(tmp_path, leader=6, replicas=[8, 8, 11], receivers=(1000, 2000), last_block=99,
+                       at_stop_reports=5, counted_at="receivers")
+    _write(point / "logs" / "client" / "latency_2000.log", _latency(106))
+    section, problems = _run(point)
+    assert problems == [] and section["counted_at"] == "receivers"
+    # the bounds on what the receivers hold still hold there: beyond a quorum of replicas, or too few blocks, fails
+    _, problems = _run(fig6_point(tmp_path / "b", last_block=3000, counted_at="receivers"))
+    assert any(p.startswith("receiver 1000 holds blocks up to #3000") for p in problems)
+    _, problems = _run(fig6_point(tmp_path / "c", last_block=2, counted_at="receivers"))
+    assert any("logged 2 blocks, fewer than 3" in p for p in problems)
+    _, problems = _run(fig6_point(tmp_path / "d", replicas=[10, 5, 5], counted_at="receivers"))
+    assert any(p.startswith("only 1 of the 3 other replicas") for p in problems)
+
+
+def test_delivered_rate_is_the_slowest_receivers_blocks_over_their_arrivals(tmp_path):
+    point = fig6_point(tmp_path, receivers=(1000, 2000))
+    # receiver 2000 got blocks 1-500 only: 10 ms apart in both logs (_latency), so its rate is the same per block
+    _write(point / "logs" / "client" / "latency_2000.log", _latency(500, first_block=101))
+    table = raw_tables(point)["bft_latency"]
+    assert set(table["block_size"]) == {10}
+    # 989 blocks of 10 after the first over 9.89 s: 1,000 envelopes/s at both; the slowest counts
+    assert evidence.logs.delivered_rate(table) == pytest.approx(1000.0)
+    # receiver 2000's blocks twice as far apart: it is the slowest, at 500 envelopes/s
+    slow, late = table.copy(), table["client"] == 2000
+    first = slow.loc[late, "time_ns"].min()
+    slow.loc[late, "time_ns"] = first + (slow.loc[late, "time_ns"] - first) * 2
+    assert evidence.logs.delivered_rate(slow) == pytest.approx(500.0)
+    # fails closed: no configured block size, or one block only
+    assert math.isnan(evidence.logs.delivered_rate(table.assign(block_size=None)))
+    assert math.isnan(evidence.logs.delivered_rate(table[table["block"] == 101]))
 
 
 def test_replicas_short_of_node_0_fail(tmp_path):

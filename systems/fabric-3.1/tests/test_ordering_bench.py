@@ -193,7 +193,7 @@ def test_the_plugin_declares_table_metric_and_check():
     from harness import analyze, systems
     assert "ordering_chain" in systems.tables()
     assert systems.independent_check("fabric-3.1", "ordering-chain").name == "ordering-chain"
-    assert "orderer_throughput_tps@ordering_chain" in analyze.all_metrics()
+    assert "delivered_envelopes_tps@ordering_chain" in analyze.all_metrics()
 
 
 @pytest.mark.integration
@@ -218,4 +218,4 @@ def test_smartbft_ordering_bench_points_pass_validity(fabric31_build, tmp_path):
     assert s["validity"]["evidence"] == "independent check" and check["status"] == "passed", check
     assert check["envelopes"]["delivered"] == check["envelopes"]["distinct_delivered"] == 1000, check
     assert check["chain"]["min_signatures_seen"] >= 3 and check["kept_ledger"]["ledgers"], check
-    assert s["metrics"]["orderer_throughput_tps"] > 0
+    assert s["metrics"]["delivered_envelopes_tps"] > 0
