@@ -235,6 +235,8 @@ def delivered_rate(latency: pd.DataFrame) -> float:
     after its first logged one (block size each: blocks are cut by count) over the time from that block's first
     logged arrival to its last block's (as Fabric's Deliver-side rate, systems/fabric-3.1/ordering_bench.py). NaN
     without a configured block size or with fewer than two blocks at some receiver."""
+    if "block_size" not in latency:
+        return float("nan")  # a table stored before the column was kept
     sizes = latency["block_size"].dropna().unique()
     if len(sizes) != 1 or int(sizes[0]) < 1:
         return float("nan")
