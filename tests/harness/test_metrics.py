@@ -103,3 +103,22 @@ def test_stored_tables_must_be_what_the_raw_files_give_and_what_the_harness_adde
     assert tables_differ({}, {"blocks": blocks}) == ["table blocks: only stored, the raw files and the stored tables differ"]
     assert tables_differ({"blocks": blocks}, {"blocks": blocks.assign(extra=1)}) == [
         "table blocks: stored columns extra are not in the raw files"]
+
+
+def test_a_reanalysis_starts_from_the_measurement_not_from_an_earlier_verdict(tmp_path):
+    """analyze.measured_status: `invoke report` re-analyses stored runs; validity is judged afresh from the point's
+    measurement, so a point an earlier analysis failed for validity is judged again, and one whose measurement
+    failed stays failed."""
+    from harness.analyze import measured_status
+    judged_failed = {"status": "failed", "reason": "validity: table x: only in the raw files"}
+    (tmp_path / "measurement.json").write_text(json.dumps({"schema_version": 1, "status": "complete", "reason": None}))
+    assert measured_status(tmp_path, judged_failed) == ("complete", None)
+    # negative control: the measurement itself failed (a host died): no re-analysis makes it complete
+    (tmp_path / "measurement.json").write_text(json.dumps({"schema_version": 1, "status": "failed", "reason": "peer exited"}))
+    assert measured_status(tmp_path, {"status": "complete", "reason": None}) == ("failed", "peer exited")
+    # a run stored before measurement.json: a failure of validity alone is judged again, any other stays
+    old_run = tmp_path / "old"
+    old_run.mkdir()
+    assert measured_status(old_run, judged_failed) == ("complete", None)
+    assert measured_status(old_run, {"status": "failed", "reason": "timeout"}) == ("failed", "timeout")
+    assert measured_status(old_run, {"status": "interrupted", "reason": "SIGINT"}) == ("interrupted", "SIGINT")
