@@ -39,18 +39,24 @@ CLAIM_COLUMNS = ("paper", "experiment", "claim", "statement", "compare", "metric
                  "interval_high", "intervals", "n", "repetitions_needed", "method", "verdict", "reason",
                  "paper_cores", "verdict_at_paper_cores", "runs")
 QUESTION_COLUMNS = ("paper", "experiment", "question_id", "question", "sides", "metric", "threshold", "measured",
-                    "interval_low", "interval_high", "n", "repetitions_needed", "method", "answer", "reason",
+                    "interval_low", "interval_high", "intervals", "n", "repetitions_needed", "method", "answer", "reason",
                     "evidence_class", "runs", "revisits")
 
 
 def _question_row(question: dict, paper_id: str, stored: dict, runs: list[str]) -> dict:
     spec = next(q for q in stored.get("questions") or [] if q["id"] == question["id"])
-    interval = question.get("interval") or [None, None]
+    # a question over a sweep is answered per configuration: its estimates go to ``intervals``, as a claim's
+    measured, interval = question.get("measured"), question.get("interval")
+    single = not isinstance(measured, list)
     return {"paper": paper_id, "experiment": stored["id"], "question_id": question["id"],
             "question": question["question"],
             "sides": json.dumps({k: spec[k] for k in ("numerator", "denominator")}, sort_keys=True),
-            "metric": question.get("metric"), "threshold": question["threshold"], "measured": question.get("measured"),
-            "interval_low": interval[0], "interval_high": interval[1], "n": question.get("repetitions"),
+            "metric": question.get("metric"), "threshold": question["threshold"],
+            "measured": measured if single else None,
+            "interval_low": interval[0] if single and interval else None,
+            "interval_high": interval[1] if single and interval else None,
+            "intervals": None if single else _text({"measured": measured, "intervals": interval}),
+            "n": question.get("repetitions"),
             "repetitions_needed": question.get("repetitions_needed"), "method": question.get("method"),
             "answer": question["answer"], "reason": question.get("reason"),
             "evidence_class": question.get("evidence_class"), "runs": json.dumps(runs)}

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.collect import read_table
+from harness.collect import read_table, write_table
 from harness.errors import HarnessError
 from harness.export import CLAIM_COLUMNS, MEASUREMENT_COLUMNS, QUESTION_COLUMNS, export_paper
 from harness.rundir import write_json
@@ -159,3 +159,19 @@ def test_export_refuses_a_paper_without_runs_and_a_run_of_another_paper(root, st
         export_paper("mini", tmp_path / "empty", tmp_path / "out", root / "papers")
     with pytest.raises(HarnessError, match="not a run directory"):
         export_paper("mini", store, tmp_path / "out", root / "papers", runs=[tmp_path])
+
+
+def test_a_question_answered_per_configuration_exports_its_estimates_as_intervals(tmp_path):
+    """A question over a sweep (fig6-revisit-smartbft's, per block size) has one estimate per configuration: its
+    row carries them in ``intervals`` (as a claim's), so the table stays one type per column and parquet writes."""
+    from harness.export import _question_row
+    stored = {"id": "e", "questions": [{"id": "q", "numerator": {"variant": "a"}, "denominator": {"variant": "b"}}]}
+    per_config = {"id": "q", "question": "a over b?", "threshold": 1.0, "measured": [2.26, 0.96],
+                  "interval": [None, None], "answer": "undecided", "repetitions": 1}
+    row = _question_row(per_config, "p", stored, ["r"])
+    assert row["measured"] is None and row["interval_low"] is None
+    assert json.loads(row["intervals"]) == {"measured": [2.26, 0.96], "intervals": [None, None]}
+    single = _question_row({**per_config, "measured": 1.2, "interval": [1.1, 1.3]}, "p", stored, ["r"])
+    assert (single["measured"], single["interval_low"], single["interval_high"], single["intervals"]) == (1.2, 1.1, 1.3, None)
+    frame = pd.DataFrame([row, single], columns=list(QUESTION_COLUMNS))
+    write_table(frame, tmp_path / "questions.parquet", "questions")  # pyarrow refused the mixed column before
