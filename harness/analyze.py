@@ -26,7 +26,7 @@ import math
 import statistics
 from pathlib import Path
 
-from . import SCHEMA_VERSION, cpus, stats, systems, timing, validity
+from . import SCHEMA_VERSION, cpus, measure, stats, systems, timing, validity
 from .claims import claim_band, is_range, names_several, param_matches
 from .collect import load_measured, load_point, raw_tables, tables_differ
 from .errors import HarnessError
@@ -507,20 +507,6 @@ def with_evidence(claim: dict, summaries: list[dict], compared: dict | None = No
     return out
 
 
-def measured_status(point_dir: Path, old: dict) -> tuple[str, str | None]:
-    """The status and reason a point's re-analysis starts from: its measurement's (``measurement.json``), before
-    any validity judgement, so that a re-analysis judges validity afresh and a verdict of an earlier analysis
-    (or of an earlier harness) never sticks. A run stored before measurement.json: its summary's, with a
-    failure of validity alone taken back to ``complete`` (validity is judged again)."""
-    path = Path(point_dir) / "measurement.json"
-    if path.is_file():
-        measured = read_json(path)
-        return measured["status"], measured.get("reason")
-    if old.get("status") == "failed" and str(old.get("reason") or "").startswith("validity:"):
-        return "complete", None
-    return old["status"], old.get("reason")
-
-
 def point_summaries(run: Run) -> list[dict]:
     """Every point summary of a run, re-computed from its parquet tables and its measurement (and written)."""
     summaries = []
@@ -532,7 +518,7 @@ def point_summaries(run: Run) -> list[dict]:
             keep = {k: v for k, v in old.items() if k not in
                     ("schema_version", "point", "variant", "sweep", "repetition", "control", "status", "reason",
                      "valid", "invalid_reason", "metrics", "validity")}
-            status, reason = measured_status(point_json.parent, old)
+            status, reason = measure.measured_status(point_json.parent, old)
             summaries.append(point_summary(point_json.parent, point, status, reason, keep))
     return summaries
 

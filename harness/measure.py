@@ -186,3 +186,16 @@ def read_measurement(point_dir: Path) -> dict:
     if not path.is_file():
         raise HarnessError(f"{point_dir}: no {MEASUREMENT} (the point was never measured to its teardown)")
     return read_json(path)
+
+
+def measured_status(point_dir: Path, old: dict) -> tuple[str, str | None]:
+    """The status and reason a point's re-analysis starts from: its measurement's (``measurement.json``), before
+    any validity judgement, so that a re-analysis judges validity afresh and a verdict of an earlier analysis
+    (or of an earlier harness) never sticks. A run stored before measurement.json: its summary's, with a
+    failure of validity alone taken back to ``complete`` (validity is judged again)."""
+    if (Path(point_dir) / MEASUREMENT).is_file():
+        measured = read_measurement(point_dir)
+        return measured["status"], measured.get("reason")
+    if old.get("status") == "failed" and str(old.get("reason") or "").startswith("validity:"):
+        return "complete", None
+    return old["status"], old.get("reason")

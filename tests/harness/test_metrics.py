@@ -106,10 +106,10 @@ def test_stored_tables_must_be_what_the_raw_files_give_and_what_the_harness_adde
 
 
 def test_a_reanalysis_starts_from_the_measurement_not_from_an_earlier_verdict(tmp_path):
-    """analyze.measured_status: `invoke report` re-analyses stored runs; validity is judged afresh from the point's
+    """measure.measured_status: `invoke report` re-analyses stored runs; validity is judged afresh from the point's
     measurement, so a point an earlier analysis failed for validity is judged again, and one whose measurement
     failed stays failed."""
-    from harness.analyze import measured_status
+    from harness.measure import measured_status
     judged_failed = {"status": "failed", "reason": "validity: table x: only in the raw files"}
     (tmp_path / "measurement.json").write_text(json.dumps({"schema_version": 1, "status": "complete", "reason": None}))
     assert measured_status(tmp_path, judged_failed) == ("complete", None)
