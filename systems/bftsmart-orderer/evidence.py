@@ -236,8 +236,8 @@ def receivers_check(point_dir: Path, tables: dict[str, pd.DataFrame]) -> tuple[d
         fullest = lines.groupby("block").size()
         per_receiver[str(rid)] = {"host": host, "last_block": last, "envelopes": held,
                                   "own_envelopes_logged": int(len(lines)), "most_own_in_a_block": int(fullest.max())}
-        if len(lines["block"].unique()) < MIN_RECEIVED_BLOCKS and at_receivers:
-            problems.append(f"receiver {rid} logged {len(lines['block'].unique())} blocks, fewer than "
+        if len(fullest) < MIN_RECEIVED_BLOCKS and at_receivers:
+            problems.append(f"receiver {rid} logged {len(fullest)} blocks, fewer than "
                             f"{MIN_RECEIVED_BLOCKS}: too few to count what it was delivered")
         if leader_at_stop is not None and held < leader_at_stop - tolerance and not at_receivers:
             problems.append(f"receiver {rid} is short of blocks: it got blocks up to #{last} ({held:,} envelopes of "
