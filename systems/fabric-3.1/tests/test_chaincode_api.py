@@ -112,7 +112,7 @@ def test_endorsement_table_and_metrics(tmp_path):
     # 5 transfers, the first and the last 4 ms apart: 4 intervals in 4 ms
     assert E.endorsement_throughput_tps(t, txs, block_txs) == pytest.approx(1000.0)
     assert E.client_endorsement_tps(E.client_table(point), txs) == pytest.approx(1250.0)
-    assert E.chaincode_exec_ms(t, txs) == 2.0 and E.chaincode_batched(t, txs) == 1.0
+    assert E.chaincode_exec_ms(t, txs, block_txs) == 2.0 and E.chaincode_batched(t, txs, block_txs) == 1.0
 
 
 def test_metrics_through_the_harness(tmp_path):
@@ -143,6 +143,25 @@ def test_endorsement_throughput_fails_closed(tmp_path, case):
     if case == "invalid-in-ledger":  # the same transfer listed as a planned mutation (a control point) counts
         mutations = pd.DataFrame({"tx_id": [_txid(3)], "mutation": ["stale_read"]})
         assert E.endorsement_throughput_tps(t, txs, block_txs, mutations) == pytest.approx(1000.0)
+
+
+@pytest.mark.parametrize("lines", [2, 1, 3])
+def test_a_short_txid_another_transaction_shares(tmp_path, lines):
+    """Run 20261129T053042Z: an account creation's txID began with a transfer's 8 hex digits (the peer logs no
+    more). Both lines are expected and the pair is left out of the timing; one line fewer or more fails."""
+    creation = _txid(4)[:8] + "cd" * 28
+    extra = [LINE.format(ms=50, cc="money-transfer", d=2, tx=creation[:8])] * (lines - 1)
+    point, txs, block_txs = _point(tmp_path, extra_lines=extra)
+    block_txs = pd.concat([pd.DataFrame({"block_number": [4], "tx_index": [0], "tx_id": [creation],
+                                         "validation_code": ["VALID"]}), block_txs], ignore_index=True)
+    t = E.endorsements_table(point)
+    measured = E.endorsement_throughput_tps(t, txs, block_txs)
+    if lines == 2:  # transfers 0-3 timed: 3 intervals in 3 ms
+        assert measured == pytest.approx(1000.0) and E.chaincode_exec_ms(t, txs, block_txs) == 2.0
+    else:
+        assert math.isnan(measured) and math.isnan(E.chaincode_exec_ms(t, txs, block_txs))
+    # without the creation in the ledger, only a single line is the transfer's own
+    assert math.isnan(E.endorsement_throughput_tps(t, txs, block_txs.iloc[1:])) == (lines != 1)
 
 
 def test_no_table_without_a_load_generator(tmp_path):
