@@ -88,6 +88,15 @@ def driver_of(experiment: dict, variant: str) -> str:
     return experiment["driver"]
 
 
+def metric_of(experiment: dict, variant: str) -> str | None:
+    """The metric the points of ``variant`` are shown by: the variant's own ``metric`` where it names one (a
+    system measured by another quantity beside the experiment's), else the experiment's."""
+    for v in experiment.get("variants") or []:
+        if v["id"] == variant and v.get("metric"):
+            return v["metric"]
+    return experiment.get("metric")
+
+
 def own_drivers(experiment: dict, variants=None) -> dict[str, tuple[str, str]]:
     """``{variant: (system, driver)}`` of the variants (of ``variants``, default all) whose driver is not the
     experiment's."""

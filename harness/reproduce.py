@@ -16,7 +16,7 @@ from . import REPO_ROOT, SCHEMA_VERSION, preflight, user_refs, validity, work
 from .analyze import analyze_run
 from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
-from .plan import Plan, add_controls, driver_of, expand, for_build, make_plan, own_drivers, pending
+from .plan import Plan, add_controls, driver_of, expand, metric_of, for_build, make_plan, own_drivers, pending
 from .progress import Progress
 from .providers import PROVIDERS, get_provider
 from .report import render_paper
@@ -161,7 +161,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
                                 provider.bin_dir, upstream_build.path if upstream_build else None,
                                 build.companion_dirs(point.variant), systems_dir, progress)
             _collect_resources(monitor, started_ns, time.time_ns(), run.point_dir(point.id), progress)
-            metric = experiment.get("metric")
+            metric = metric_of(experiment, point.variant)
             value = summary["metrics"].get(metric)
             detail = summary.get("reason") or (f"{metric} = {value}" if value is not None else "")
             progress.finish(point.id, summary["status"], detail, log=summary.get("log"))

@@ -4,6 +4,7 @@ published values, its claims, and the sections of its points and hosts."""
 from __future__ import annotations
 
 from .. import systems
+from ..plan import metric_of
 from ..analyze import analyze_pool
 from ..rundir import Selection
 from . import conditions
@@ -38,14 +39,15 @@ def _measured_table(experiment: dict, summary: dict, build: str = "") -> tuple[l
     published = published_for(experiment, metric)
     rows, used = [], set()
     for g in summary["groups"]:
-        s = g["metrics"].get(metric) or {}
+        own = metric_of(experiment, g["variant"])
+        s = g["metrics"].get(own) or {}
         pubs = [(i, p) for i, p in enumerate(published) if p.get("variant") == g["variant"]
                 and _matches(p.get("params"), g["sweep"])]
         used.update(i for i, _ in pubs)
         pub_text = "; ".join(published_text(p) for _, p in pubs) or "–"
         o = g["metrics"].get(other) or {} if other else {}
         rows.append([labels.get(g["variant"], g["variant"]), build or "–", _params_text(g["sweep"]) or "–",
-                     mean_sd_text(s), pub_text]
+                     mean_sd_text(s) + (f" ({own})" if own != metric else ""), pub_text]
                     + ([mean_sd_text(o, with_n=o.get("n") == 1)] if other else []))
     for i, p in enumerate(published):
         if i not in used:

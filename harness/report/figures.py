@@ -10,6 +10,7 @@ from ..figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's 
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..analyze import all_metrics  # noqa: E402
+from ..plan import metric_of  # noqa: E402
 from .text import fmt  # noqa: E402
 
 
@@ -39,7 +40,8 @@ def draw_figure(experiment: dict, summary: dict | None, build: str = "") -> byte
     # A value published as a difference from another configuration ("adds
     # about 2,000 tx/s") is not a level on the figure's axis: table only.
     levels = [p for p in published if not p.get("relative_to")]
-    if not any((g["metrics"].get(metric) or {}).get("n") for g in groups) and not published:
+    shown = {v["id"]: metric_of(experiment, v["id"]) for v in experiment.get("variants") or []}
+    if not any((g["metrics"].get(shown.get(g["variant"], metric)) or {}).get("n") for g in groups) and not published:
         return None
     axes = experiment.get("axes") or {}
     x = axes.get("x") or "variant"
@@ -50,9 +52,9 @@ def draw_figure(experiment: dict, summary: dict | None, build: str = "") -> byte
     with plt.rc_context(FIGURE_RC):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if x == "variant":
-            plotted = _draw_bars(ax, variants, labels, groups, levels, metric, build)
+            plotted = _draw_bars(ax, variants, labels, groups, levels, shown, build)
         else:
-            plotted = _draw_lines(ax, x, variants, labels, groups, levels, metric, build, axes.get("series"))
+            plotted = _draw_lines(ax, x, variants, labels, groups, levels, shown, build, axes.get("series"))
             if axes.get("x_scale") == "log":
                 ax.set_xscale("log")
         log_y = _log_y(ax, plotted)
@@ -81,14 +83,14 @@ def _log_y(ax, values) -> bool:
     return True
 
 
-def _draw_bars(ax, variants, labels, groups, published, metric, build=""):
-    """One bar per configuration (measured mean ± sd, its value written on it) and a hollow diamond per
-    published value. Returns the plotted values (for the choice of a log axis)."""
+def _draw_bars(ax, variants, labels, groups, published, shown, build=""):
+    """One bar per configuration (measured mean ± sd of the metric ``shown`` for its variant, its value written on
+    it) and a hollow diamond per published value. Returns the plotted values (for the choice of a log axis)."""
     ticks, names, plotted = [], [], []
     measured_label, published_label = (f"measured, {build} build (mean, 95% CI)" if build
                                        else "measured (mean, 95% CI)"), "published"
     for i, vid in enumerate(variants):
-        stats = next(((g["metrics"].get(metric) or {}) for g in groups if g["variant"] == vid), {})
+        stats = next(((g["metrics"].get(shown[vid]) or {}) for g in groups if g["variant"] == vid), {})
         if stats.get("mean") is not None:
             ax.bar(i, stats["mean"], yerr=_ci_errors([stats]), width=0.5, color="C0", alpha=0.8,
                    capsize=4, label=measured_label)
@@ -112,7 +114,7 @@ def _draw_bars(ax, variants, labels, groups, published, metric, build=""):
     return plotted
 
 
-def _draw_lines(ax, x, variants, labels, groups, published, metric, build="", series=()):
+def _draw_lines(ax, x, variants, labels, groups, published, shown, build="", series=()):
     """One measured series per variant over the swept ``x``, with published values as hollow diamonds.
 
     Other parameters named in ``axes.series`` split a variant's series (Fujitsu Fig. 4: one line per
@@ -125,7 +127,7 @@ def _draw_lines(ax, x, variants, labels, groups, published, metric, build="", se
         for key in sorted({tuple(g["sweep"].get(k) for k in extra) for g in mine}, key=str) or [()]:
             split = dict(zip(extra, key))
             name = labels[vid] + "".join(f", {k}={v}" for k, v in split.items())
-            rows = sorted(((g["sweep"].get(x), g["metrics"].get(metric) or {}) for g in mine
+            rows = sorted(((g["sweep"].get(x), g["metrics"].get(shown[vid]) or {}) for g in mine
                            if all(g["sweep"].get(k) == v for k, v in split.items())), key=lambda r: r[0])
             rows = [(xv, s) for xv, s in rows if s.get("mean") is not None]
             if rows:

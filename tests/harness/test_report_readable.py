@@ -70,6 +70,28 @@ def test_close_values_keep_a_linear_axis_but_still_carry_their_values(monkeypatc
     assert {"1,526", "2,863"} <= {t.get_text() for t in ax.texts}
 
 
+def test_a_variant_shown_by_its_own_metric_gets_its_bar_and_its_row_names_the_metric(monkeypatch):
+    """fig4-revisit-v31: v0.6.1's committed throughput_tps beside v3.1's endorsement_throughput_tps (run
+    20261129T053042Z showed v0.6.1's columns empty, "- (n=0)")."""
+    figures = _capture(monkeypatch, FIG)
+    experiment = _experiment([])
+    experiment["metric"] = "endorsement_throughput_tps"
+    experiment["variants"][0]["metric"] = METRIC
+    groups = [{"variant": "a", "sweep": {}, "metrics": {METRIC: {"n": 3, "mean": 805.0, "std": 5.0},
+                                                         "endorsement_throughput_tps": {}}},
+              {"variant": "b", "sweep": {}, "metrics": {"endorsement_throughput_tps": {"n": 3, "mean": 1072.0,
+                                                                                       "std": 9.0}}}]
+    FIG.draw_figure(experiment, {"groups": groups})
+    assert {"805", "1,072"} <= {t.get_text() for t in figures[0].axes[0].texts}
+    _, rows = EXP._measured_table(experiment, {"groups": groups})
+    assert rows[0][3].startswith("805") and rows[0][3].endswith(f"({METRIC})")
+    assert rows[1][3].startswith("1,072") and "(" + "endorsement" not in rows[1][3]
+    # negative control: without the variant's own metric its column is empty, as before
+    del experiment["variants"][0]["metric"]
+    _, rows = EXP._measured_table(experiment, {"groups": groups})
+    assert rows[0][3].startswith("–")
+
+
 # 2. one sentence per distinct link shaping and reason, with the count
 
 def test_links_not_applied_is_said_once_with_the_count():
