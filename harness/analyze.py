@@ -460,10 +460,11 @@ def _judge(claim: dict, experiment: dict, groups: list[dict], context: dict) -> 
         reason = f"measured {_interval_text(main)}, expected {band}{where}"
     else:  # several configurations, no aggregate: the claim holds at each
         result.update(measured=[_clean(e.value) for e in parts.values()],
-                      interval=[[_clean(x) for x in e.interval] if e.interval else None for e in parts.values()])
+                      interval=[[_clean(x) for x in e.interval] if e.interval else None for e in parts.values()],
+                      configurations=[", ".join(f"{k}={v}" for k, v in key) or "–" for key in parts])
         judgements = [stats.judge(e, low, high) for e in parts.values()]
-        reason = (f"measured {', '.join(_interval_text(e) for e in parts.values())} at {len(parts)} configurations, "
-                  f"expected each {band}{where}")
+        reason = (f"measured {', '.join(f'{c}: {_interval_text(e)}' for c, e in zip(result['configurations'], parts.values()))}"
+                  f" at {len(parts)} configurations, expected each {band}{where}")
     each = claim.get("every_point")
     if each and parts:
         limit_low, limit_high = each.get("lower", -math.inf), each.get("upper", math.inf)

@@ -28,5 +28,5 @@ def answer_question(question: dict, judge: Callable[[dict], dict]) -> dict:
     judged = judge(as_claim)
     return {"id": question["id"], "question": question["question"], "threshold": threshold,
             "answer": ANSWERS.get(judged["verdict"], judged["verdict"]),
-            **{k: judged.get(k) for k in ("metric", "measured", "interval", "repetitions", "repetitions_needed",
-                                          "method", "reason", "evidence_class")}}
+            **{k: judged.get(k) for k in ("metric", "measured", "interval", "configurations", "repetitions",
+                                          "repetitions_needed", "method", "reason", "evidence_class")}}

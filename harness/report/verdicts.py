@@ -53,6 +53,8 @@ def measured_text(claim: dict) -> str:
     intervals = intervals or [None] * len(values)
     texts = [fmt(v) + (f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else (" (no interval)" if n is not None else ""))
              for v, ci in zip(values, intervals)]
+    if isinstance(measured, list) and len(claim.get("configurations") or []) == len(texts):  # which is which
+        texts = [f"{c}: {t}" for c, t in zip(claim["configurations"], texts)]
     return "; ".join(texts) + (f" (n={n})" if n is not None else "")
 
 

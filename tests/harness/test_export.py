@@ -167,10 +167,12 @@ def test_a_question_answered_per_configuration_exports_its_estimates_as_interval
     from harness.export import _question_row
     stored = {"id": "e", "questions": [{"id": "q", "numerator": {"variant": "a"}, "denominator": {"variant": "b"}}]}
     per_config = {"id": "q", "question": "a over b?", "threshold": 1.0, "measured": [2.26, 0.96],
-                  "interval": [None, None], "answer": "undecided", "repetitions": 1}
+                  "interval": [None, None], "configurations": ["block_size=10", "block_size=100"],
+                  "answer": "undecided", "repetitions": 1}
     row = _question_row(per_config, "p", stored, ["r"])
     assert row["measured"] is None and row["interval_low"] is None
-    assert json.loads(row["intervals"]) == {"measured": [2.26, 0.96], "intervals": [None, None]}
+    assert json.loads(row["intervals"]) == {"configurations": ["block_size=10", "block_size=100"],
+                                            "measured": [2.26, 0.96], "intervals": [None, None]}
     single = _question_row({**per_config, "measured": 1.2, "interval": [1.1, 1.3]}, "p", stored, ["r"])
     assert (single["measured"], single["interval_low"], single["interval_high"], single["intervals"]) == (1.2, 1.1, 1.3, None)
     frame = pd.DataFrame([row, single], columns=list(QUESTION_COLUMNS))

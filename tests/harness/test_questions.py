@@ -89,6 +89,25 @@ def test_the_threshold_is_the_questions_and_the_report_shows_the_answer():
     assert question_blocks({}) == []
 
 
+def test_a_question_answered_per_configuration_names_each_configuration():
+    """fig6-revisit-smartbft's report listed eight intervals and said not which configuration each was."""
+    experiment = {**_experiment("table1-today-raft"), "parameters": {"sweep": {"block_size": [10, 100]}}}
+    question = next(q for q in experiment["questions"] if q["id"] == "v31-over-v12")
+    groups = [_group("fabric-3.1-raft", [1000, 1010, 990], block_size=10),
+              _group("fabric-1.2-kafka", [500, 505, 495], block_size=10),
+              _group("fabric-3.1-raft", [400, 404, 396], block_size=100),
+              _group("fabric-1.2-kafka", [800, 808, 792], block_size=100)]
+    answered = answer_question(question, experiment, groups, CONTEXT, PROVEN)
+    assert answered["configurations"] == ["block_size=10", "block_size=100"]
+    assert answered["measured"] == [2.0, 0.5] and answered["answer"] == "no"
+    shown = question_blocks({"questions": [answered]})[0][2][0][2]
+    assert shown.startswith("block_size=10: 2 [") and "; block_size=100: 0.5 [" in shown, shown
+    assert "block_size=100: 0.5 [" in answered["reason"]
+    # one configuration: a single estimate, nothing to name
+    single = answer_question(question, experiment, groups[:2], CONTEXT, PROVEN)
+    assert not isinstance(single["measured"], list) and single.get("configurations") is None
+
+
 def test_the_papers_report_lists_each_revisits_answers_and_the_command_of_one_not_run():
     """"The idea on today's Fabric" (harness/report/revisits.py): a revisit run shows its answers, one not run
     its command; a paper without revisits has no such section."""
