@@ -109,6 +109,11 @@ def experiment_blocks(experiment: dict, selection: Selection,
     run = selection.shown
     summary = analyze_pool(selection.pooled)
     stored = run.stored("experiment")["experiment"]
+    # which of its measured metrics a variant is shown by is the report's choice, not the run's: a variant's own
+    # metric (plan.metric_of) that the catalogue names since the run was made applies to it too
+    shown_as = {v["id"]: v["metric"] for v in experiment.get("variants") or [] if v.get("metric")}
+    stored = {**stored, "variants": [{**v, "metric": v.get("metric") or shown_as.get(v["id"])}
+                                     for v in stored.get("variants") or []]}
     resolved = run.stored("resolved")
     blocks = [("h2", f"{stored.get('ref', stored['id'])}: {stored['title']}"),
               ("p", f"Experiment `{stored['id']}`, driver `{stored.get('driver')}`"
