@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from . import REPO_ROOT, systems
+from . import REPO_ROOT, systems, validity
 from .errors import HarnessError, choose
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
@@ -369,7 +369,6 @@ def validate_file(path: Path) -> list[str]:
     ``upstream.yaml`` or ``validity.yaml``, each checked by the loader the harness uses."""
     path = Path(path)
     if path.name == "validity.yaml":
-        from . import validity  # here, not at the top: validity reads the catalogue's drivers through harness.plan
         try:
             validity.load_rules(path.parent.name, path.parent.parent)
         except HarnessError as e:
