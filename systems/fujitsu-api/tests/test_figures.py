@@ -131,7 +131,8 @@ def test_fig4_draws_one_line_per_api_and_node_count():
     fig, ax = plt.subplots()
     report_figures._draw_lines(ax, "concurrent_processes", ["existent-api", "revised-api"],
                               {"existent-api": "existent API", "revised-api": "revised API"}, groups,
-                              exp["published"], "throughput_tps", "", exp["axes"]["series"])
+                              exp["published"], {"existent-api": "throughput_tps", "revised-api": "throughput_tps"},
+                              "", exp["axes"]["series"])
     labels = ax.get_legend_handles_labels()[1]
     plt.close(fig)
     assert "existent API, nodes=4 (measured)" in labels and "revised API, nodes=1 (published)" in labels
