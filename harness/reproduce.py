@@ -16,7 +16,7 @@ from . import REPO_ROOT, SCHEMA_VERSION, preflight, user_refs, validity, work
 from .analyze import analyze_run
 from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
-from .plan import Plan, add_controls, driver_of, expand, metric_of, for_build, make_plan, own_drivers, pending
+from .plan import Plan, add_controls, driver_of, expand, for_build, make_plan, metric_of, own_drivers, pending
 from .progress import Progress
 from .providers import PROVIDERS, get_provider
 from .report import render_paper

@@ -4,8 +4,8 @@ published values, its claims, and the sections of its points and hosts."""
 from __future__ import annotations
 
 from .. import systems
-from ..plan import metric_of
 from ..analyze import analyze_pool
+from ..plan import metric_of
 from ..rundir import Selection
 from . import conditions
 from .cores import cores_blocks
