@@ -11,8 +11,10 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
+from pathlib import Path
 
 from . import REPO_ROOT
 from .errors import HarnessError
@@ -148,6 +150,24 @@ def pytest_skips(junit_xml: str) -> Counter:
     return Counter(s.get("message") or "no reason given" for s in ET.fromstring(junit_xml).iter("skipped"))
 
 
+def pytest_report(junit: Path) -> tuple[int, int, Counter]:
+    """Passed, failed and skips by reason from pytest's JUnit report; a missing or unreadable report is one failure.
+
+    A full disk, for one, leaves the report empty: nothing pytest ran can then count as passed.
+    """
+    try:
+        report = junit.read_text(encoding="utf-8")
+        passed, failed = pytest_counts(report)
+        return passed, failed, pytest_skips(report)
+    except (OSError, ET.ParseError) as e:
+        print(f"pytest's report {junit} is missing or unreadable ({e}): counted as one failure", flush=True)
+        return 0, 1, Counter()
+
+
+def _free_gib(where: Path) -> str:
+    return f"{shutil.disk_usage(where).free / 2**30:.1f}"
+
+
 def pytest_counts(junit_xml: str) -> tuple[int, int]:
     """Passed and failed counts from a pytest JUnit XML report (errors count as failures)."""
     root = ET.fromstring(junit_xml)
@@ -166,6 +186,9 @@ def test() -> int:
     Returns the number of failures (a failing ``go vet`` counts as one).
     """
     ensure_go_bin_on_path()
+    # the tests build several Fabric releases and run networks: a CI machine short of disk fails late, so say it early
+    print(f"free disk before the tests: {_free_gib(REPO_ROOT)} GiB here, {_free_gib(Path(tempfile.gettempdir()))} GiB "
+          f"in {tempfile.gettempdir()}", flush=True)
     passed = failed = 0
     skips = Counter()
     build_dir = REPO_ROOT / "build"
@@ -189,12 +212,10 @@ def test() -> int:
     subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/", "systems/", f"--junitxml={junit}",
                     "--durations=25"], cwd=REPO_ROOT,
                    check=False)
-    if junit.exists():
-        p, f = pytest_counts(junit.read_text(encoding="utf-8"))
-        passed, failed = passed + p, failed + f
-        skips += pytest_skips(junit.read_text(encoding="utf-8"))
-    else:
-        failed += 1
+    p, f, s = pytest_report(junit)
+    passed, failed, skips = passed + p, failed + f, skips + s
+    print(f"free disk after the tests: {_free_gib(REPO_ROOT)} GiB here, {_free_gib(Path(tempfile.gettempdir()))} GiB "
+          f"in {tempfile.gettempdir()}", flush=True)
     if skips:
         print(f"skipped {sum(skips.values())} test(s):")
         for reason, n in sorted(skips.items(), key=lambda kv: (-kv[1], kv[0])):

@@ -6,7 +6,7 @@ import subprocess
 import yaml
 
 from harness import toolchain
-from harness.toolchain import go_test_counts, go_test_skips, pytest_counts, pytest_skips
+from harness.toolchain import go_test_counts, go_test_skips, pytest_counts, pytest_report, pytest_skips
 
 
 def test_go_test_counts():
@@ -23,6 +23,17 @@ def test_go_test_counts():
 def test_pytest_counts():
     xml = '<testsuites><testsuite tests="5" failures="1" errors="1" skipped="1"/></testsuites>'
     assert pytest_counts(xml) == (2, 2)
+
+
+def test_a_missing_or_unreadable_pytest_report_is_a_failure_not_a_crash(tmp_path):
+    # CI once filled its disk: pytest left an empty report and the count crashed instead of failing
+    junit = tmp_path / "pytest.xml"
+    assert pytest_report(junit) == (0, 1, {})
+    junit.write_text("")
+    assert pytest_report(junit) == (0, 1, {})
+    junit.write_text('<testsuites><testsuite tests="2" skipped="1"><testcase name="a"/>'
+                     '<testcase name="b"><skipped message="needs root"/></testcase></testsuite></testsuites>')
+    assert pytest_report(junit) == (1, 0, {"needs root": 1})
 
 
 def test_skips_are_counted_by_reason():
