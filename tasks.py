@@ -282,7 +282,7 @@ def system_command(c, system=None, name=None, args=""):
                     "also `invoke validate FILE`"})
 def validate(c, file=None):
     """Check catalogue and system files against their schemas."""
-    from harness.catalogue import validate_all, validate_file
+    from harness.validate import validate_all, validate_file
     results = {file: _guard(validate_file, file)} if file else _guard(validate_all)
     bad = 0
     for name, errors in results.items():

@@ -1,5 +1,5 @@
 """Load and validate the paper catalogue (``papers/<paper>.yaml``) and system files
-(``systems/<system>/{system,upstream}.yaml``; ``validity.yaml``: harness.validity).
+(``systems/<system>/{system,upstream}.yaml``); ``invoke validate`` checks them all (harness.validate).
 
 Every catalogue file is checked against the harness's own minimal schema
 (``harness/schemas/catalogue-minimal.json``: what the harness relies on) and,
@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from . import REPO_ROOT, systems, validity
+from . import REPO_ROOT, systems
 from .errors import HarnessError, choose
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
@@ -81,10 +81,10 @@ def schema_errors(doc: dict, schema: dict, file: Path) -> list[str]:
     validator_cls = jsonschema.validators.validator_for(schema)
     validator = validator_cls(schema)
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
-    return [f"{_rel(file)}: {json_path(e.absolute_path)}: {_describe(e)}" for e in errors]
+    return [f"{rel_path(file)}: {json_path(e.absolute_path)}: {_describe(e)}" for e in errors]
 
 
-def _rel(path: Path) -> str:
+def rel_path(path: Path) -> str:
     """``path`` relative to the repository when inside it (shorter messages)."""
     try:
         return str(Path(path).resolve().relative_to(REPO_ROOT))
@@ -92,7 +92,7 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def _load_schema(path: Path) -> dict:
+def load_schema(path: Path) -> dict:
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 
@@ -105,7 +105,7 @@ def reference_errors(doc: dict, file: Path) -> list[str]:
     seen = set()
     variants_of = {e.get("id"): {v.get("id") for v in e.get("variants") or []} for e in doc.get("experiments") or []}
     for i, exp in enumerate(doc.get("experiments") or []):
-        where = f"{_rel(file)}: experiments[{i}]"
+        where = f"{rel_path(file)}: experiments[{i}]"
         if exp.get("id") in seen:
             errors.append(f"{where}.id: duplicate experiment id {exp.get('id')!r}")
         seen.add(exp.get("id"))
@@ -201,7 +201,7 @@ def catalogue_schema(papers_dir: Path) -> dict | None:
     full = Path(papers_dir) / "schema.json"
     if not full.exists():
         return None
-    schema = _load_schema(full)
+    schema = load_schema(full)
     systems_dir = Path(papers_dir).parent / "systems"
     if not systems_dir.is_dir():
         systems_dir = REPO_ROOT / "systems"
@@ -215,12 +215,12 @@ def catalogue_schema(papers_dir: Path) -> dict | None:
 
 def validate_catalogue(doc: dict, file: Path, papers_dir: Path) -> list[str]:
     """All errors of one catalogue document (minimal schema, catalogue schema, references)."""
-    errors = schema_errors(doc, _load_schema(SCHEMAS / "catalogue-minimal.json"), file)
+    errors = schema_errors(doc, load_schema(SCHEMAS / "catalogue-minimal.json"), file)
     full = catalogue_schema(papers_dir)
     if full is not None:
         errors += [e for e in schema_errors(doc, full, file) if e not in errors]
     if not errors:
-        errors = reference_errors(doc, file) + [f"{_rel(file)}: {e}" for e in trivial_bound_problems(doc)]
+        errors = reference_errors(doc, file) + [f"{rel_path(file)}: {e}" for e in trivial_bound_problems(doc)]
     return errors
 
 
@@ -264,7 +264,7 @@ def load_system(system_id: str, systems_dir: Path | None = None) -> dict:
     choose("system", system_id, list_systems(systems_dir))
     path = systems_dir / system_id / "system.yaml"
     doc = load_yaml(path)
-    errors = schema_errors(doc, _load_schema(SCHEMAS / "system.json"), path)
+    errors = schema_errors(doc, load_schema(SCHEMAS / "system.json"), path)
     if errors:
         raise HarnessError("invalid system file:\n  " + "\n  ".join(errors))
     return doc
@@ -276,16 +276,16 @@ def upstream_errors(doc: dict, file: Path) -> list[str]:
     its ``adds_targets`` targets of it, a patch reused from another system being there, and each
     component's (the recipe's and its flavours') build kind being one a system's plugin defines
     (``harness.systems.build_kinds``), with the kind's own fields as its schema says."""
-    errors = schema_errors(doc, _load_schema(SCHEMAS / "upstream.json"), file)
+    errors = schema_errors(doc, load_schema(SCHEMAS / "upstream.json"), file)
     folder = Path(file).resolve().parent.name
     if not errors and doc["system"] != folder:
-        errors.append(f"{_rel(file)}: system: expected {folder!r} (the folder the recipe is in), got {doc['system']!r}")
+        errors.append(f"{rel_path(file)}: system: expected {folder!r} (the folder the recipe is in), got {doc['system']!r}")
     for i, entry in enumerate(doc.get("patches") or [] if not errors else []):
         if isinstance(entry, dict):
             for field, known in (("needed_by", doc.get("drivers") or {}), ("adds_targets", doc["targets"])):
                 unknown = [name for name in entry.get(field) or [] if name not in known]
                 if unknown:
-                    errors.append(f"{_rel(file)}: patches[{i}].{field}: {', '.join(unknown)} not in the recipe's "
+                    errors.append(f"{rel_path(file)}: patches[{i}].{field}: {', '.join(unknown)} not in the recipe's "
                                   f"{'drivers' if field == 'needed_by' else 'targets'} ({', '.join(known) or 'none'})")
             errors += _reused_patch_errors(entry, i, Path(file))
     if not errors:
@@ -303,10 +303,10 @@ def _reused_patch_errors(entry: dict, i: int, file: Path) -> list[str]:
         return []
     systems_dir = file.resolve().parent.parent
     if not (systems_dir / owner / "system.yaml").is_file():
-        return [f"{_rel(file)}: patches[{i}].system: no system {owner!r} (systems: "
+        return [f"{rel_path(file)}: patches[{i}].system: no system {owner!r} (systems: "
                 f"{', '.join(list_systems(systems_dir)) or 'none'})"]
     if not (systems_dir / owner / "patches" / entry["patch"]).is_file():
-        return [f"{_rel(file)}: patches[{i}].patch: system {owner} has no patch {entry['patch']} "
+        return [f"{rel_path(file)}: patches[{i}].patch: system {owner} has no patch {entry['patch']} "
                 f"(systems/{owner}/patches/)"]
     return []
 
@@ -327,7 +327,7 @@ def build_kind_errors(doc: dict, file: Path) -> list[str]:
     errors = []
     for where, components in places:
         for name, component in components.items():
-            spec, at = component["build"], f"{_rel(file)}: {where}.{name}.build"
+            spec, at = component["build"], f"{rel_path(file)}: {where}.{name}.build"
             kind = kinds.get(spec["kind"])
             if kind is None:
                 errors.append(f"{at}.kind: unknown build kind {spec['kind']!r} (known: {', '.join(sorted(kinds))})")
@@ -362,29 +362,3 @@ def load_upstream(system_id: str, systems_dir: Path | None = None) -> dict:
     if errors:
         raise HarnessError("invalid upstream recipe:\n  " + "\n  ".join(errors))
     return doc
-
-
-def validate_file(path: Path) -> list[str]:
-    """Errors of one file: a catalogue (``papers/*.yaml``), or a system's ``system.yaml``,
-    ``upstream.yaml`` or ``validity.yaml``, each checked by the loader the harness uses."""
-    path = Path(path)
-    if path.name == "validity.yaml":
-        try:
-            validity.load_rules(path.parent.name, path.parent.parent)
-        except HarnessError as e:
-            return [str(e)]
-        return []
-    doc = load_yaml(path)
-    if path.name == "system.yaml":
-        return schema_errors(doc, _load_schema(SCHEMAS / "system.json"), path)
-    if path.name == "upstream.yaml":
-        return upstream_errors(doc, path)
-    return validate_catalogue(doc, path, path.parent)
-
-
-def validate_all(root: Path | None = None) -> dict[str, list[str]]:
-    """Errors of every catalogue and system file under ``root``, keyed by file."""
-    root = root or REPO_ROOT
-    files = sorted((root / "papers").glob("*.yaml")) + [f for name in ("system.yaml", "upstream.yaml", "validity.yaml")
-                                                       for f in sorted((root / "systems").glob(f"*/{name}"))]
-    return {_rel(f): validate_file(f) for f in files}

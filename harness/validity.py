@@ -48,6 +48,7 @@ import pandas as pd
 import yaml
 
 from . import REPO_ROOT, ledger, systems
+from .plan import driver_of
 from .work import work_check
 from .errors import HarnessError
 
@@ -407,10 +408,9 @@ def point_context(point_dir: Path) -> dict:
         raise HarnessError(f"{run_dir}: cannot tell the point's driver and build (metadata.json, experiment.yaml): "
                            f"{e}") from None
     kind = (meta.get("build") or {}).get("kind") or "reference"
-    # experiment.yaml stores the experiment as the run's build ran it (plan.for_build): its driver is the point's,
-    # unless the point's variant names its own (drivers)
-    return {"driver": experiment.get("driver"), "build": kind,
-            "drivers": {v["id"]: v["driver"] for v in experiment.get("variants") or [] if v.get("driver")},
+    # experiment.yaml stores the experiment as the run's build ran it (plan.for_build): plan.driver_of reads the
+    # point's driver from it, the variant's own where it names one
+    return {"experiment": experiment, "build": kind,
             "primitives": meta.get("primitives") or {},
             "build_paths": {v: b.get("path") for v, b in ((meta.get("build") or {}).get("variants") or {}).items()},
             "systems_dir": Path(meta["systems_dir"]) if meta.get("systems_dir") else SYSTEMS}
@@ -424,7 +424,7 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
     systems_dir = context.get("systems_dir") or SYSTEMS
     rules = load_rules(point["system"], systems_dir)
     problems: list[str] = []
-    driver = (context.get("drivers") or {}).get(point.get("variant")) or context["driver"]
+    driver = driver_of(context["experiment"], point.get("variant"))
     section: dict = {"rules": rules["sources"], "driver": driver, "build": context["build"]}
     mutations = tables.get("mutations")
     decl = (rules["evidence"].get(driver) or {}).get(context["build"])

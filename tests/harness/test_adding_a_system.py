@@ -85,7 +85,7 @@ def test_a_toy_system_added_as_one_folder_is_reproduced(tmp_path):
 import io, json, sys
 from pathlib import Path
 from harness import REPO_ROOT, systems
-from harness.catalogue import validate_all
+from harness.validate import validate_all
 from harness.reproduce import reproduce
 assert REPO_ROOT == Path.cwd(), REPO_ROOT
 out = io.StringIO()

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.catalogue import list_papers, load_paper, scale_of, validate_file
+from harness.catalogue import list_papers, load_paper, scale_of
 from harness.errors import HarnessError
+from harness.validate import validate_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,7 +85,7 @@ def test_unknown_experiment_and_scale_list_the_valid_ones(mini):
 
 def test_validate_checks_validity_rules(tmp_path):
     """`invoke validate` reads systems/*/validity.yaml with the loader the validity check uses."""
-    from harness.catalogue import validate_all
+    from harness.validate import validate_all
     system = tmp_path / "systems" / "toy"
     system.mkdir(parents=True)
     (system / "validity.yaml").write_text("schema_version: 1\nlog_patterns:\n  - {name: x, regex: '[', meaning: m}\n")
@@ -97,7 +98,7 @@ def test_validate_checks_validity_rules(tmp_path):
 def test_validate_checks_upstream_recipes(tmp_path):
     """`invoke validate` checks systems/*/upstream.yaml with the loader the upstream build uses
     (catalogue.load_upstream): a broken recipe fails naming the file, the field and what was expected."""
-    from harness.catalogue import validate_all
+    from harness.validate import validate_all
     from harness.upstream import load_recipe
     recipe = yaml.safe_load((ROOT / "systems" / "fabric-1.2" / "upstream.yaml").read_text(encoding="utf-8"))
     system = tmp_path / "systems" / "fabric-1.2"

@@ -15,7 +15,8 @@ import yaml
 
 from harness import REPO_ROOT, analyze
 from harness.analyze import evaluate_claim
-from harness.catalogue import trivial_bound_problems, validate_file
+from harness.catalogue import trivial_bound_problems
+from harness.validate import validate_file
 
 PAPERS = REPO_ROOT / "papers"
 

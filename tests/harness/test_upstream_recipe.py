@@ -105,10 +105,10 @@ def test_a_field_of_the_wrong_shape_is_named_with_its_path(toy):
 
 
 def test_the_core_schema_no_longer_names_a_kinds_fields():
-    build = catalogue._load_schema(catalogue.SCHEMAS / "upstream.json")["properties"]["components"][
+    build = catalogue.load_schema(catalogue.SCHEMAS / "upstream.json")["properties"]["components"][
         "additionalProperties"]["properties"]["build"]
     assert set(build["properties"]) == set(catalogue.CORE_BUILD_FIELDS)
-    assert "pinned_source" not in catalogue._load_schema(catalogue.SCHEMAS / "upstream.json")["$defs"]
+    assert "pinned_source" not in catalogue.load_schema(catalogue.SCHEMAS / "upstream.json")["$defs"]
 
 
 def test_the_repositorys_recipes_use_known_kinds_with_their_fields():

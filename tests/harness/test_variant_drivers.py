@@ -61,7 +61,8 @@ def test_control_points_and_validity_take_the_variants_driver(tmp_path):
     kinds = _mutations_of(TODAY, "upstream", None)
     assert kinds("fabric-1.2-kafka", "fabric-1.2")  # end-to-end-kafka corrupts transactions on purpose
     # the point's evidence is its variant's driver's: a driver with no evidence fails the point, naming it
-    context = {"driver": "end-to-end-kafka", "drivers": {"odd": "no-such-driver"}, "build": "upstream",
+    context = {"experiment": {"driver": "end-to-end-kafka", "variants": [{"id": "odd", "driver": "no-such-driver"},
+                                                                          {"id": "plain"}]}, "build": "upstream",
                "primitives": {}, "build_paths": {}}
     _, problems = validity.check_point(tmp_path, {"system": "fabric-1.2", "variant": "odd", "parameters": {}}, {},
                                        context=context)

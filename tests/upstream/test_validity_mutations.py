@@ -51,7 +51,7 @@ def checked(point_dir: Path, system: str, parameters: dict, driver: str = "commi
     no experiment.yaml)."""
     collect.convert_point(point_dir)
     tables = collect.load_point(point_dir)
-    context = {"driver": driver, "build": build, "primitives": work.run_primitives(point_dir.parent.parent),
+    context = {"experiment": {"driver": driver}, "build": build, "primitives": work.run_primitives(point_dir.parent.parent),
                "build_paths": {"test": str(build_path) if build_path else None}}
     section, problems = validity.check_point(point_dir, {"id": point_dir.name, "system": system, "variant": "test",
                                                          "parameters": parameters}, tables, context=context)

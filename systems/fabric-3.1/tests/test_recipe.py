@@ -10,7 +10,7 @@ import tarfile
 import pytest
 
 from harness import upstream
-from harness.catalogue import validate_file
+from harness.validate import validate_file
 
 SYSTEMS = {"fabric-3.1": "3.1.5", "fabric-2.5": "2.5.16"}
 #: fabric-2.5 builds no osnadmin: cmd/osnadmin came with v2.3.0, and its lines start at 2.2.
