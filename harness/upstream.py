@@ -119,7 +119,7 @@ def build_key(recipe: dict, patches: list[Patch], toolchain_version: str, flavou
     A patch counts by its content: the same file reused from another system's folder keeps the key."""
     doc = {"commit": recipe["commit"], "patches": [p.sha256 for p in patches],
            "toolchain": recipe["toolchain"], "toolchain_version": toolchain_version,
-           "targets": recipe.get("targets"),
+           "targets": recipe.get("targets"), "go_flags": _go_flags(recipe),
            "chaincodes": {name: {**cc, "digest": _tree_digest(REPO_ROOT / cc["source"])}
                           for name, cc in sorted((recipe.get("chaincodes") or {}).items())}}
     if recipe.get("components"):  # absent otherwise, so that Go-only builds keep their keys
@@ -269,7 +269,7 @@ def _go_builds(system: str, recipe: dict, work: Path, tree: Path, log) -> tuple[
     tags = recipe["toolchain"].get("tags") or []
     _write_go_wrapper(work / "tools")
     (work / "bin").mkdir()
-    flags = _module_flags(recipe)
+    flags = _go_flags(recipe)
     for name, package in recipe["targets"].items():
         log(f"upstream {system}: go build {package} -> bin/{name}")
         _go_build(env, tree, package, work / "bin" / name, tags, flags=flags)
@@ -290,7 +290,8 @@ def _go_builds(system: str, recipe: dict, work: Path, tree: Path, log) -> tuple[
         log(f"upstream {system}: go build chaincode {cc['import_path']} -> bin/{name}")
         # With the recipe's tags too: Fabric v1.1.0's shim imports the BCCSP factory, whose
         # PKCS#11 half needs cgo headers (ltdl.h) without nopkcs11; later shims do not import it.
-        _go_build(env, src, ".", work / "bin" / name, tags, what=f"go build chaincode {cc['import_path']}")
+        _go_build(env, src, ".", work / "bin" / name, tags, what=f"go build chaincode {cc['import_path']}",
+                  flags=["-trimpath"])
     return env, modules
 
 
@@ -410,12 +411,15 @@ def _go_env(recipe: dict, work: Path) -> dict:
     return env
 
 
-def _module_flags(recipe: dict) -> list[str]:
-    """go-modules: ``-trimpath`` (the build cache is shared across build directories), no VCS stamp (a
-    snapshot has no .git), and the recipe's ``ldflags_x`` (e.g. the release Fabric's Makefile links in)."""
+def _go_flags(recipe: dict) -> list[str]:
+    """``-trimpath``: packages compiled in one build directory are reused from Go's build cache by every
+    other (FastFabric's variants and Fabric 1.2 share most of their tree; without it each build adds its own
+    200-300 MB to the cache, which filled CI's disk once), and no build directory is named in a binary.
+    go-modules also: no VCS stamp (a snapshot has no .git), and the recipe's ``ldflags_x`` (e.g. the release
+    Fabric's Makefile links in)."""
     toolchain = recipe["toolchain"]
     if toolchain["kind"] != "go-modules":
-        return []
+        return ["-trimpath"]
     values = {"release": (toolchain.get("release") or {}).get("version", ""), "commit": recipe["commit"]}
     xs = [f"-X {var}={value.format(**values)}" for var, value in sorted((toolchain.get("ldflags_x") or {}).items())]
     return ["-trimpath", "-buildvcs=false"] + (["-ldflags", " ".join(xs)] if xs else [])

@@ -8,6 +8,7 @@ tests/upstream/test_fabric12_build.py.
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -102,6 +103,26 @@ def test_git_source_builds_records_and_is_reused(project):
     assert again.path == b.path and any("reusing" in line for line in lines2)
     # the build tree is a module of its own, so an enclosing module's ./... skips it
     assert (project["builds"] / "go.mod").read_text().startswith("//")
+
+
+def test_builds_in_other_directories_reuse_the_go_build_cache(project, tmp_path, monkeypatch):
+    # a dozen Fabric builds, each adding its own compiled packages to Go's cache, filled CI's disk: with
+    # -trimpath a package compiled in one build directory is the cache's entry for every other
+    cache = tmp_path / "gocache"
+    monkeypatch.setenv("GOCACHE", str(cache))
+    entries = lambda: {f.name for f in cache.rglob("*-d")}  # noqa: E731 (compiled outputs)
+    first, _ = _build(project, "git")
+    after_first = entries()
+    second = upstream.build("toy", "git", systems_dir=project["systems"], builds=tmp_path / "other-builds",
+                            log=lambda line: None)
+    assert second.path.parent.parent != first.path.parent.parent and _run(second.bin_dir / "toy") == "hello"
+    assert entries() == after_first, "the second build compiled what the first had compiled"
+    # the control: the same go build without -trimpath in a third directory compiles the package again
+    tree = tmp_path / "third" / "src" / "example.org" / "toy"
+    shutil.copytree(first.path / "gopath" / "src" / "example.org" / "toy", tree)
+    subprocess.run(["go", "build", "-o", str(tmp_path / "toy"), "."], cwd=tree, check=True,
+                   env={**os.environ, "GOPATH": str(tmp_path / "third"), "GO111MODULE": "off"})
+    assert entries() - after_first
 
 
 def test_snapshot_source_preferred_and_checked(project):

@@ -75,8 +75,8 @@ def test_a_release_the_tree_does_not_state_is_refused_and_leaves_no_build(projec
     assert not any((project["builds"] / "toy").glob("*/build.json"))
 
 
-def _old_build_key(recipe, patches, toolchain_version, flavours=(), systems_dir=upstream.SYSTEMS):
-    """build_key as it was before the go-modules kind (commit 'upstream: Go module mode'), verbatim."""
+def _key_without_go_flags(recipe, patches, toolchain_version, flavours=(), systems_dir=upstream.SYSTEMS):
+    """build_key as it was before the Go flags (``-trimpath`` for GOPATH builds) joined it, verbatim."""
     doc = {"commit": recipe["commit"], "patches": [p.sha256 for p in patches],
            "toolchain": recipe["toolchain"], "toolchain_version": toolchain_version,
            "targets": recipe.get("targets"),
@@ -93,15 +93,15 @@ def _old_build_key(recipe, patches, toolchain_version, flavours=(), systems_dir=
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def test_gopath_recipes_keep_their_cache_keys():
+def test_the_go_flags_are_part_of_a_builds_cache_key():
+    # GOPATH builds gained -trimpath: their binaries differ from those built before, so no earlier build of the
+    # same tree may be reused for them; everything else in the key is as it was
     version = "go version go1.26.8 linux/amd64"
-    gopath = [s for s in upstream.systems_with_recipe()
-              if upstream.load_recipe(s)["toolchain"]["kind"] == "go-gopath"]
-    assert "fabric-1.2" in gopath
-    for system in gopath:
+    for system in upstream.systems_with_recipe():
         plan = upstream._plan(system, upstream.SYSTEMS, None, None)
-        assert upstream.build_key(plan.recipe, plan.patches, version, plan.flavours) == \
-            _old_build_key(plan.recipe, plan.patches, version, plan.flavours), system
-    # and a fixed recipe, independent of this repository's files: the key computed before the change
+        assert upstream.build_key(plan.recipe, plan.patches, version, plan.flavours) != \
+            _key_without_go_flags(plan.recipe, plan.patches, version, plan.flavours), system
+    # a fixed recipe, independent of this repository's files: its key, so that a change of the key is seen
     fixed = {"commit": "a" * 40, "toolchain": {"kind": "go-gopath", "import_path": "x"}, "targets": {"t": "."}}
-    assert upstream.build_key(fixed, [], version) == "136835cb89e55c26"
+    assert upstream.build_key(fixed, [], version) == "17cce642f68a1d70"
+    assert _key_without_go_flags(fixed, [], version) == "136835cb89e55c26"  # the key before -trimpath
