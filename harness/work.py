@@ -1,6 +1,7 @@
 """The work check of a point (docs/validity.md, "Work"): did the validating component spend the CPU that the
 signature verifications owed for the ledger's transactions cost on this machine? A driver that skipped
-the work (the negative control: its validator with the signature checks off) stays below the margin.
+the work (the negative control: its validator with the signature checks off) stayed below the margin where it was
+calibrated, not on every machine since (docs/validity.md, "Work").
 Part of harness/validity.py's checks; here because it reads CPU records and cost lines, not ledgers."""
 
 from __future__ import annotations
