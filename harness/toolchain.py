@@ -164,8 +164,10 @@ def pytest_report(junit: Path) -> tuple[int, int, Counter]:
         return 0, 1, Counter()
 
 
-def _free_gib(where: Path) -> str:
-    return f"{shutil.disk_usage(where).free / 2**30:.1f}"
+def _print_free_disk(when: str) -> None:
+    gib = lambda where: f"{shutil.disk_usage(where).free / 2**30:.1f}"  # noqa: E731
+    tmp = tempfile.gettempdir()
+    print(f"free disk {when} the tests: {gib(REPO_ROOT)} GiB here, {gib(tmp)} GiB in {tmp}", flush=True)
 
 
 def pytest_counts(junit_xml: str) -> tuple[int, int]:
@@ -187,8 +189,7 @@ def test() -> int:
     """
     ensure_go_bin_on_path()
     # the tests build several Fabric releases and run networks: a CI machine short of disk fails late, so say it early
-    print(f"free disk before the tests: {_free_gib(REPO_ROOT)} GiB here, {_free_gib(Path(tempfile.gettempdir()))} GiB "
-          f"in {tempfile.gettempdir()}", flush=True)
+    _print_free_disk("before")
     passed = failed = 0
     skips = Counter()
     build_dir = REPO_ROOT / "build"
@@ -214,8 +215,7 @@ def test() -> int:
                    check=False)
     p, f, s = pytest_report(junit)
     passed, failed, skips = passed + p, failed + f, skips + s
-    print(f"free disk after the tests: {_free_gib(REPO_ROOT)} GiB here, {_free_gib(Path(tempfile.gettempdir()))} GiB "
-          f"in {tempfile.gettempdir()}", flush=True)
+    _print_free_disk("after")
     if skips:
         print(f"skipped {sum(skips.values())} test(s):")
         for reason, n in sorted(skips.items(), key=lambda kv: (-kv[1], kv[0])):

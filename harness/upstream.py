@@ -291,7 +291,7 @@ def _go_builds(system: str, recipe: dict, work: Path, tree: Path, log) -> tuple[
         # With the recipe's tags too: Fabric v1.1.0's shim imports the BCCSP factory, whose
         # PKCS#11 half needs cgo headers (ltdl.h) without nopkcs11; later shims do not import it.
         _go_build(env, src, ".", work / "bin" / name, tags, what=f"go build chaincode {cc['import_path']}",
-                  flags=["-trimpath"])
+                  flags=flags)
     return env, modules
 
 
