@@ -107,11 +107,14 @@ def test(c):
     "source": "where upstream code comes from: auto (../shared/upstream snapshot if present, else git), snapshot, git",
     "control": "run a control point first where the driver can corrupt transactions: 1% of each kind, which the "
                "ledger and our verifier must find exactly (default on; --no-control skips it)",
+    "strict_topology": "refuse to run where the provider cannot give every instance of the paper's topology a "
+                       "host of its own (e.g. an inventory group with fewer hosts), instead of recording the "
+                       "placement used as a deviation",
 })
 def reproduce(c, paper=None, experiment=None, scale="smoke", provider="auto", repeat=None, resume=None, set=None,
               inventory=None, remote_work_root=None, preflight=True, clock_sync=True, ami_id=None,
               operator_cidr=None, region=None, key_file=None, instance_type=None, build="auto", source="auto",
-              variant=None, control=True):
+              variant=None, control=True, strict_topology=False):
     """Run a paper's experiments and render its report."""
     from harness.config import parse_assignments, parse_value
     from harness.reproduce import reproduce as run
@@ -136,7 +139,8 @@ def reproduce(c, paper=None, experiment=None, scale="smoke", provider="auto", re
     runs = _guard(lambda: run(paper, experiment, scale=scale, provider=provider,
                               repeat=parse_value(repeat) if repeat else None, resume=resume,
                               overrides=parse_assignments(set), provider_options=options,
-                              build=build, source=source, variants=variant or None, controls=control))
+                              build=build, source=source, variants=variant or None, controls=control,
+                              strict_topology=strict_topology))
     unfinished = [r for r in runs if r.metadata["status"] != "complete"]
     if unfinished:
         raise Exit("error: " + "; ".join(f"{r.metadata['experiment']} {r.metadata['status']}: {r.metadata.get('reason')}"

@@ -49,6 +49,7 @@ from .plan import add_controls, for_build, make_plan
 from .preflight import largest_cpus, role_preflight
 from .rundir import Run, git_state, iso, read_json, utc_now, write_json
 from .runner import analyze_point, role_variables
+from .topology import lay_out, placement_deviations
 from .upstream_source import sha256_file
 from .validity import fatal_patterns, SYSTEMS as VALIDITY_SYSTEMS
 
@@ -92,6 +93,14 @@ def elf_linking(path: Path) -> str | None:
         table = f.read(phentsize * phnum)
     types = {struct.unpack_from("<I", table, i * phentsize)[0] for i in range(phnum)}
     return "dynamic" if types & {2, 3} else "static"  # PT_DYNAMIC, PT_INTERP
+
+
+def _topology_on_one_host(experiment: dict, layout: dict[str, list[str]]) -> dict:
+    """The paper's topology laid out as ``invoke reproduce`` records it, every host on the kit's one machine."""
+    laid = lay_out(experiment.get("topology"), layout)
+    placed = {h.name: "localhost" for h in laid.hosts}
+    return {**laid.record(), "provider": "local", "placement": placed,
+            "deviations": [*laid.deviations, *placement_deviations(laid, placed, "local")]}
 
 
 def tool_refusals(layout: dict[str, list[str]]) -> list[str]:
@@ -373,6 +382,7 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
         "paper": paper.doc["paper"], "experiment": plan.experiment, "resolved": plan.resolved,
         "scale": plan.scale, "seed": plan.resolved["parameters"].get("seed", {}).get("value"),
         "build": build_meta, "layout": layout, "topology_not_deployed": not_deployed(plan.experiment, layout),
+        "topology": _topology_on_one_host(plan.experiment, layout),
         "host_settings": host_settings_of(paper.doc["paper"]),
         "driver_layouts": [{c: ([r] if isinstance(r, str) else list(r)) for c, r in spec["placement"].items()}
                            for spec in [*choice.drivers.values(), *choice.variant_drivers.values()]],

@@ -129,6 +129,8 @@ def _run_points(plan: dict, run: Run, provider: LocalProvider, progress: Progres
     """As ``reproduce._run_plan`` on the local provider, each point measured and not analysed."""
     hosts = plan["layout"]
     run.metadata["layout"] = hosts
+    if plan.get("topology"):
+        run.metadata["topology"] = plan["topology"]
     run.save()
     try:
         groups = provider.up(hosts, run.path)

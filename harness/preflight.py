@@ -42,6 +42,7 @@ from . import REPO_ROOT
 from .deploy import role_defaults, role_dir
 from .errors import HarnessError
 from .providers import THIS_MACHINE
+from .topology import as_layout
 
 #: Free space (GiB) the run store and the work directory need per scale.
 MIN_FREE_GIB = {"smoke": 2, "local": 5, "paper": 20}
@@ -53,7 +54,9 @@ MIN_FREE_GIB = {"smoke": 2, "local": 5, "paper": 20}
 #: * ``ports``: more ports it listens on, each a variable of its defaults (0: not listening), or
 #:   ``{port: VAR, from_role: ROLE, count: VAR, stride: N, offsets: [..]}``: instances ``i < count``
 #:   listen on ``port + stride * i + offset`` (Kafka's brokers, BFT-SMaRt's nodes), the variables
-#:   read from ``from_role``'s defaults (default: this role's).
+#:   read from ``from_role``'s defaults (default: this role's);
+#: * ``instances_over_hosts``: true when the role deals its instances over every host of its group, so
+#:   that the paper's N servers of the role are laid out as N hosts (harness/topology.py).
 PREFLIGHT_META = "meta/preflight.yml"
 
 
@@ -197,16 +200,16 @@ def layout_port_problems(hosts: dict[str, dict[int, list[str]]]) -> list[str]:
             for host, ports in hosts.items() for port, by in ports.items() if len(by) > 1]
 
 
-def remote_port_problems(provider, layout: dict[str, list[str]]) -> list[str]:
+def remote_port_problems(provider, layout) -> list[str]:
     """Ports taken on an ssh or aws provider's hosts, checked after its ``up`` (which made and checked them).
 
     One ``ss -Hltnp`` per host with Ansible's ``raw`` module (``providers.ssh_ansible.adhoc``);
     a host where ss fails is left unchecked (the provider's preflight passed already).
     """
-    role_host = getattr(provider, "role_host", None) or {}
+    placed = getattr(provider, "placed", None) or {}
     hosts: dict[str, dict[int, list[str]]] = {}
-    for role, components in layout.items():
-        host = role_host.get(role)
+    for name, components in as_layout(layout).by_name().items():
+        host = placed.get(name)
         if host:
             for port, by in listen_ports(list(components)).items():
                 hosts.setdefault(host, {}).setdefault(port, []).extend(by)

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, preflight, user_refs, validity, work
+from . import REPO_ROOT, SCHEMA_VERSION, preflight, topology, user_refs, validity, work
 from .analyze import analyze_run
 from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
@@ -22,6 +22,7 @@ from .providers import PROVIDERS, get_provider
 from .report import render_paper
 from .rundir import Run, write_json
 from .resources import ResourceMonitor
+from .topology import Layout, as_layout
 from .builds import Choice, build_kind, choose_build, prepare
 from .runner import host_ports, run_point
 from .tools import require_binaries, require_tool
@@ -67,19 +68,26 @@ def auto_provider(experiment: dict, plan: Plan | None) -> tuple[str, str]:
     return "local", "no delayed links"
 
 
-def network_links(experiment: dict, hosts: dict[str, list[str]], delay_ms: float | None = None) -> list[dict]:
-    """The links the experiment's ``network`` asks for between the run's hosts.
+def network_links(experiment: dict, layout: Layout | dict[str, list[str]], delay_ms: float | None = None,
+                  placed: dict[str, str] | None = None) -> list[dict]:
+    """The links the experiment's ``network`` asks for between the hosts of the run's ``layout``.
 
     ``network.rate_mbit`` / ``network.delay_ms`` apply to every ordered pair of
     hosts; ``network.links`` (``{from, to, delay_ms, rate_mbit}`` by topology
-    role) override single pairs. A delayed link proxies the ports of the
+    role) override single pairs (every host of a role of several). A delayed link proxies the ports of the
     servers on its ``to`` host (clients only dial out, so delay towards a host
     without servers has nothing to act on and is left out). ``delay_ms`` (the
     points' ``network_latency_ms``, swept by the Fujitsu paper's Fig. 5) is the
     delay of each listed link that states none, 0 included, so that each point
-    can change it (``provider.set_link_delay``).
+    can change it (``provider.set_link_delay``). Pairs that the provider
+    ``placed`` on one host of its own have no link between them and are left out.
     """
     net = experiment.get("network") or {}
+    layout = as_layout(layout)
+    hosts = layout.by_name()
+    of_role: dict[str, list[str]] = {}
+    for h in layout.hosts:
+        of_role.setdefault(h.role, []).append(h.name)
     pairs: dict[tuple[str, str], dict] = {}
     default = {k: net[k] for k in ("rate_mbit", "delay_ms") if net.get(k)}
     if default:
@@ -89,21 +97,52 @@ def network_links(experiment: dict, hosts: dict[str, list[str]], delay_ms: float
                     pairs[(a, b)] = dict(default)
     for link in net.get("links", []):
         for end in ("from", "to"):
-            if link[end] not in hosts:
+            if link[end] not in of_role:
                 raise HarnessError(f"experiment {experiment['id']}: network link {link['from']}->{link['to']}: "
-                                   f"{link[end]!r} is not a host of this run (hosts: {', '.join(hosts)})")
+                                   f"{link[end]!r} is not a role of this run (roles: {', '.join(of_role)})")
         shape = {k: link[k] for k in ("rate_mbit", "delay_ms") if link.get(k)}
         if delay_ms is not None and "delay_ms" not in shape:
             shape["delay_ms"] = delay_ms
-        pairs[(link["from"], link["to"])] = shape
+        for a in of_role[link["from"]]:
+            for b in of_role[link["to"]]:
+                pairs[(a, b)] = dict(shape)
     links = []
     for (a, b), shape in sorted(pairs.items()):
+        if placed and placed.get(a) == placed.get(b):
+            continue
         ports = host_ports(hosts[b])
         if "delay_ms" in shape and not ports:
             shape.pop("delay_ms")
         if shape:
             links.append({"from": a, "to": b, **shape, **({"ports": ports} if "delay_ms" in shape else {})})
     return links
+
+
+def lay_out_run(experiment: dict, build: Choice, provider, say=None) -> tuple[Layout, dict[str, str], dict]:
+    """The run's hosts (the paper's topology, ``topology.lay_out``), where the provider places them, and the
+    record of both for ``metadata.json`` (``topology``); printed before anything starts.
+
+    A provider that would put several hosts of the layout on one of its own
+    says so as a deviation; with ``provider.strict_topology`` it is refused instead.
+    """
+    layout = topology.lay_out(experiment.get("topology"), build.layout())
+    placed = provider.place(layout)
+    shared = topology.placement_deviations(layout, placed, provider.name)
+    if shared and provider.strict_topology:
+        raise HarnessError(f"--strict-topology: {experiment['id']} lays out {len(layout.hosts)} hosts, and "
+                           + "; ".join(shared),
+                           hint="give the provider a host per instance (ssh: more hosts in the groups), "
+                                "or run without --strict-topology")
+    record = {**layout.record(), "provider": provider.name, "placement": placed,
+              "deviations": [*layout.deviations, *shared]}
+    if say is not None:
+        say(f"{experiment['id']}: {len(layout.hosts)} hosts of the topology on {len(set(placed.values()))} "
+            f"{provider.name} host(s):")
+        for line in topology.placement_table(layout, placed):
+            say(line)
+        for line in record["deviations"]:
+            say(f"  deviation: {line}")
+    return layout, placed, record
 
 
 def point_latency(plan: Plan) -> float | None:
@@ -113,30 +152,32 @@ def point_latency(plan: Plan) -> float | None:
 
 
 def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
-              systems_dir: Path | None = None) -> None:
+              systems_dir: Path | None = None, placement=None) -> None:
     """Bring the hosts up, run the pending points of ``plan``, analyze; always take the hosts down.
 
     Per-host metrics (node-exporter, one Prometheus) cover the whole run and
     are stored per point. A point that fails is followed by a check of the
-    hosts: one that no longer answers ends the run at once, naming it.
+    hosts: one that no longer answers ends the run at once, naming it. ``placement``: what
+    ``lay_out_run`` gave before the run was made (else it is laid out here).
     """
     experiment = plan.experiment
-    hosts = build.layout()
-    run.metadata["layout"] = hosts
+    layout, placed, run.metadata["topology"] = placement or lay_out_run(experiment, build, provider,
+                                                                        progress.message)
+    run.metadata["layout"] = layout.by_name()
     run.save()
     monitor = None
     try:
-        groups = provider.up(hosts, run.path)
-        preflight.check_hosts(provider, hosts, plan)  # ssh/aws: the ports and CPUs of hosts known only now
+        groups = provider.up(layout, run.path)
+        preflight.check_hosts(provider, layout, plan)  # ssh/aws: the ports and CPUs of hosts known only now
         inventory = provider.inventory(run.path / "inventory.yml", groups)
-        links = provider.apply_links(network_links(experiment, hosts, point_latency(plan)))
+        links = provider.apply_links(network_links(experiment, layout, point_latency(plan), placed))
         if point_latency(plan) is not None and links and all(link.get("applied") is False for link in links):
             raise HarnessError(f"{experiment['id']} sweeps network_latency_ms, but the {provider.name} provider "
                                "cannot delay links (" + links[0].get("reason", "") + ")")
         tuning = provider.tune(host_settings(run))
         run.metadata.update({"roles": groups, "cluster": {**provider.describe(), "links": links},
                              "host_tuning": tuning,
-                             "topology_not_deployed": not_deployed(experiment, hosts)})
+                             "topology_not_deployed": not_deployed(experiment, layout.roles())})
         run.save()
         monitor = ResourceMonitor(run.path / "provider" / "monitor", provider.monitor_targets(groups),
                                   track=provider.track).start()
@@ -224,7 +265,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
               results: Path = RESULTS, reports: Path = REPORTS, stream=None,
               provider_options: dict | None = None, papers_dir: Path | None = None,
               build: str = "auto", source: str = "auto", variants: list[str] | None = None,
-              pins: dict[str, dict] | None = None, controls: bool = True) -> list[Run]:
+              pins: dict[str, dict] | None = None, controls: bool = True,
+              strict_topology: bool = False) -> list[Run]:
     """Reproduce a paper's experiments (or one) and render its report; returns the runs made.
 
     With ``resume`` (a run directory) only that run's missing points are run,
@@ -239,6 +281,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     builds those systems at other commits of their repositories (``upstream.at_pin``, ``invoke regress``).
     ``controls`` puts a control point first in each experiment whose driver can corrupt transactions
     (``plan.add_controls``): the run completes only if its checks find exactly the planted invalid ones.
+    ``strict_topology`` refuses an experiment whose topology the provider cannot give a host per instance
+    (``lay_out_run``) instead of running it with instances sharing hosts.
     """
     stream = stream or sys.stderr
     choose("scale", scale, SCALES)
@@ -278,6 +322,9 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
                 print(f"{experiment['id']}: provider {where} ({why})", file=stream)
             choice = build_choice(experiment, plan, kind, fallback, source, systems_dir, stream)
             # local: this machine is the run's from its port checks on (another local run waits, saying so)
+            provider_.strict_topology = strict_topology
+            # the paper's topology host by host, printed (and refused under --strict-topology) before anything runs
+            placement = lay_out_run(experiment, choice, provider_, say=lambda line: print(line, file=stream))
             provider_.hold(f"{paper_id} {experiment['id']}")
             _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream,
                              built=((resumed.metadata.get("build") or {}).get("systems") if resume else None))
@@ -296,7 +343,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             else:
                 run = _new_run(results, paper, plan, where, choice, systems_dir)
             runs.append(run)
-            _execute(experiment["id"], plan, run, provider_, choice, systems_dir, paper_id, stream)
+            _execute(experiment["id"], plan, run, provider_, choice, systems_dir, paper_id, stream, placement)
         finally:
             provider_.down()  # idempotent: the run's hosts are already down; the local machine is free again
     if not resume:
@@ -418,13 +465,13 @@ def _new_run(results: Path, paper, plan: Plan, where: str, choice: Choice, syste
 
 
 def _execute(experiment_id: str, plan: Plan, run: Run, provider, choice: Choice, systems_dir: Path | None,
-             paper_id: str, stream) -> None:
+             paper_id: str, stream, placement=None) -> None:
     """Run the plan in ``run`` with its progress line; a failed run is reported, an interrupted one raised."""
     progress = Progress(len(plan.points), title=experiment_id, stream=stream, log=run.path / "progress.log")
     progress.message(f"{experiment_id}: {len(plan.points)} points at scale {plan.scale} -> {run.path}")
     try:
         with run.lifecycle():
-            _run_plan(plan, run, provider, progress, choice, systems_dir)
+            _run_plan(plan, run, provider, progress, choice, systems_dir, placement)
     except Interrupted:
         progress.message(f"interrupted; resume with: invoke reproduce --paper {paper_id} --resume {run.path}")
         raise

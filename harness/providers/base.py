@@ -1,11 +1,14 @@
 """The provider interface: make hosts for a run's layout and describe them as an Ansible inventory.
 
-A run asks for a *layout*: ``{host_role: [component, ...]}``, one host per
-role of the experiment's topology that the driver places a component on (e.g.
-``{"orderer": ["orderer"], "peer": ["peer"], "client": ["blockwatch",
-"loadgen"]}``). The provider makes those hosts exist and answer (``up``), names
-them, and turns the placement into inventory groups, one per component
-(``{"orderer": ["orderer"], "loadgen": ["client"], ...}``). Deployment is then
+A run asks for a *layout* (``harness.topology.Layout``): the hosts of the
+experiment's topology, one per instance of a role where the components allow
+it (``kafka-0``, ``kafka-1``, ``kafka-2``, ``peer``, ``client``...), each
+with the components the driver places there. ``place`` says where each host of
+the layout goes (the provider's own hosts; several may share one where the
+provider has fewer), before anything starts; ``up`` makes those hosts exist and
+answer, and turns the placement into inventory groups, one per component
+(``{"kafka": ["kafka-0", "kafka-1", "kafka-2"], "loadgen": ["client"], ...}``).
+A plain ``{role: [component]}`` dict is a layout of one host per role. Deployment is then
 the same Ansible roles for every provider. ``down`` removes whatever ``up``
 made; the harness calls it in a ``finally``, so it must be idempotent and
 safe after a partial ``up``.
@@ -26,6 +29,7 @@ import yaml
 
 from .. import cpus as host_cpus
 from ..errors import HarnessError
+from ..topology import Layout
 
 
 class Provider(ABC):
@@ -41,9 +45,19 @@ class Provider(ABC):
     def check(self) -> None:
         """Fail on bad input (a missing inventory, no credentials, no root) before any run is created."""
 
+    #: Refuse a layout whose hosts would share one of the provider's (``--strict-topology``).
+    strict_topology: bool = False
+
+    def place(self, layout: Layout) -> dict[str, str]:
+        """``{layout host: provider host}``: where each host of ``layout`` runs, known before ``up``.
+
+        The default: each host of the layout is a host of its own, of the same name.
+        """
+        return {h.name: h.name for h in layout.hosts}
+
     @abstractmethod
-    def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
-        """Make one host per role of ``layout`` ready; return ``{component: [host, ...]}``.
+    def up(self, layout: Layout | dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
+        """Make the hosts of ``layout`` ready, placed as ``place`` says; return ``{component: [host, ...]}``.
 
         ``run_dir`` is the run directory: the provider keeps its own files
         (logs, generated inventories, Terraform state) there. A host that
@@ -131,10 +145,6 @@ class Provider(ABC):
         return path
 
 
-def groups_of(layout: dict[str, list[str]], hosts: dict[str, str]) -> dict[str, list[str]]:
-    """``{component: [host]}`` from a layout and the host each of its roles got."""
-    groups: dict[str, list[str]] = {}
-    for role, components in layout.items():
-        for c in components:
-            groups.setdefault(c, []).append(hosts[role])
-    return groups
+def groups_of(layout: Layout, placed: dict[str, str]) -> dict[str, list[str]]:
+    """``{component: [host]}`` from a layout and where each of its hosts was placed."""
+    return layout.groups(placed)

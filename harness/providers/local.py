@@ -6,11 +6,12 @@ import sys
 from pathlib import Path
 
 from .. import REPO_ROOT, machine_lock
+from ..topology import Layout, as_layout
 from .base import Provider, groups_of
 
 
 class LocalProvider(Provider):
-    """All roles on ``localhost`` with ``ansible_connection=local``."""
+    """All hosts of the layout on ``localhost`` with ``ansible_connection=local`` (the run says so)."""
 
     name = "local"
 
@@ -26,10 +27,14 @@ class LocalProvider(Provider):
             machine_lock.acquire(label)
             self._holds = True
 
-    def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
+    def place(self, layout: Layout) -> dict[str, str]:
+        return {h.name: "localhost" for h in layout.hosts}
+
+    def up(self, layout: Layout | dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
         self.hold(str(run_dir))
-        self.layout = dict(layout)
-        return groups_of(layout, {role: "localhost" for role in layout})
+        layout = as_layout(layout)
+        self.layout = layout.roles()
+        return groups_of(layout, self.place(layout))
 
     def down(self) -> None:
         if self._holds:

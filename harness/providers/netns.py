@@ -18,16 +18,18 @@ import sys
 from pathlib import Path
 
 from ..errors import HarnessError
+from ..topology import Layout, as_layout
 from .base import Provider, groups_of
 from .netns_cluster import NetnsCluster
 from .netns_namespaces import cleanup, cleanup_orphans, list_clusters, netns_list, preflight, process_alive
 
 
 class NetnsProvider(Provider):
-    """``--provider netns``: one namespace host per role of the run's layout, reached over SSH.
+    """``--provider netns``: one namespace host per host of the run's layout, reached over SSH.
 
-    ``up(layout, run_dir)`` makes a host named after each role (``orderer``,
-    ``peer``, ``client``...; ``_`` becomes ``-``), its files under
+    ``up(layout, run_dir)`` makes a host named after each host of the layout
+    (``orderer``, ``kafka-0``, ``client``...; ``_`` becomes ``-``): the paper's
+    topology, every instance a host of its own (Table I: 15). Its files are under
     ``run_dir/provider/netns`` (sshd, node-exporter and toxiproxy logs stay
     with the run; keys are deleted at ``down()``). Hosts share this machine's
     file system, so the built commands are used where they are. Clusters left
@@ -51,15 +53,19 @@ class NetnsProvider(Provider):
     def host_name(role: str) -> str:
         return role.replace("_", "-")
 
-    def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
-        """Create one host per role of ``layout`` and wait until each answers SSH."""
+    def place(self, layout: Layout) -> dict[str, str]:
+        return {h.name: self.host_name(h.name) for h in layout.hosts}
+
+    def up(self, layout: Layout | dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
+        """Create one namespace host per host of ``layout`` and wait until each answers SSH."""
         self.orphans_removed = cleanup_orphans()
-        hosts = {role: self.host_name(role) for role in layout}
-        self.cluster = NetnsCluster(Path(run_dir) / "provider" / "netns", list(hosts.values()),
-                                    roles={hosts[r]: list(cs) for r, cs in layout.items()},
+        layout = as_layout(layout)
+        placed = self.place(layout)
+        self.cluster = NetnsCluster(Path(run_dir) / "provider" / "netns", list(placed.values()),
+                                    roles={placed[h.name]: list(h.components) for h in layout.hosts},
                                     ssh_timeout_s=self.ssh_timeout_s, bin_dir=self.bin_dir, handle_signals=False)
         self.cluster.start()
-        return groups_of(layout, hosts)
+        return groups_of(layout, placed)
 
     def down(self) -> None:
         """Tear the cluster down (idempotent)."""

@@ -10,8 +10,13 @@ them. It is read with ``ansible-inventory`` (ssh_ansible.py), so group and host
 variables, ``group_vars/`` beside it and INI inventories work as they do for
 Ansible.
 
-``up`` takes the first host of the group of each role of the layout and, before
-anything is deployed:
+``place`` gives the i-th instance of a role of the layout (``kafka-1``) the
+i-th host of that role's group, so that the paper's topology is laid out host by
+host (Table I: three hosts in groups ``zookeeper`` and ``kafka``, five in
+``endorser``). A group with fewer hosts than the role's instances deals them
+round-robin over the hosts it has; the run prints and records that placement
+as a deviation, and ``--strict-topology`` refuses it, naming the hosts
+missing. ``up`` then, before anything is deployed:
 
 1. checks that every chosen host answers SSH (``ansible -m raw``); a host that
    does not is named with Ansible's reason;
@@ -47,6 +52,7 @@ import yaml
 from .. import REPO_ROOT
 from ..deploy import ansible_failures, run_playbook
 from ..errors import HarnessError
+from ..topology import Layout, as_layout
 from .base import Provider, groups_of
 from .ssh_ansible import FRESH_SSH_ARGS, adhoc, adhoc_reason, load_inventory
 from .ssh_links import SshLinks
@@ -74,7 +80,7 @@ def _tail(path: Path, n: int = 5) -> str:
 
 
 class SshProvider(SshLinks, Provider):
-    """``--provider ssh``: the first host of each role's group in the user's inventory."""
+    """``--provider ssh``: the user's servers, the i-th host of a role's inventory group for its i-th instance."""
 
     name = "ssh"
     #: Seconds ``up`` keeps retrying hosts that do not answer SSH (0: fail at once; aws waits for boots).
@@ -85,7 +91,7 @@ class SshProvider(SshLinks, Provider):
     def __init__(self, inventory: Path | str, work_root: str = DEFAULT_WORK_ROOT, bin_dir: Path | None = None,
                  preflight: bool = True, require_clock_sync: bool = True, min_cores: int | None = None,
                  min_memory_mb: int | None = None, controller_work_root: Path | None = None,
-                 exporter_binary: str | None = None):
+                 exporter_binary: str | None = None, strict_topology: bool = False):
         self.inventory_path = Path(inventory).expanduser()
         #: On the user's hosts: points' working files, the copied commands, node-exporter's PID file.
         self.remote_work_root = str(work_root or DEFAULT_WORK_ROOT)
@@ -98,12 +104,13 @@ class SshProvider(SshLinks, Provider):
         self.min_memory_mb = min_memory_mb
         #: node-exporter on the hosts (a path, or a name looked up on PATH); None: the usual places
         self.exporter_binary = exporter_binary
+        self.strict_topology = strict_topology
         self._reset()
 
     def _reset(self) -> None:
         self.layout: dict[str, list[str]] = {}
-        self.role_host: dict[str, str] = {}        # host role of the layout -> inventory host
-        self.host_roles: dict[str, list[str]] = {}  # inventory host -> host roles
+        self.placed: dict[str, str] = {}            # host of the layout -> inventory host
+        self.host_roles: dict[str, list[str]] = {}  # inventory host -> hosts of the layout it runs
         self.user_vars: dict[str, dict] = {}
         self.facts: dict[str, dict] = {}
         self.exporters: dict[str, dict] = {}
@@ -127,23 +134,43 @@ class SshProvider(SshLinks, Provider):
     def check(self) -> None:
         load_inventory(self.inventory_path)
 
-    def up(self, layout: dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
+    def place(self, layout: Layout) -> dict[str, str]:
+        """The i-th host of each role's group for the role's i-th instance; round-robin where it has fewer.
+
+        A role without any host in the inventory is refused, naming it;
+        ``strict_topology`` also refuses a group with fewer hosts than the
+        role's instances, naming how many are missing.
+        """
+        groups, _ = load_inventory(self.inventory_path)
+        counts = layout.counts()
+        missing = [role for role in counts if not groups.get(role)]
+        if missing:
+            have = sorted(g for g, hs in groups.items() if hs and g not in ("all", "ungrouped"))
+            raise HarnessError(f"inventory {self.inventory_path} has no host in group(s) {', '.join(missing)}, which "
+                               f"this experiment needs (roles: {', '.join(f'{r} x{n}' for r, n in counts.items())}); "
+                               f"its groups: {', '.join(have) or '(none)'}",
+                               hint="add a group per role, hosts named <role>-<i> "
+                                    "(see infra/inventories/*.example.yml)")
+        short = {role: (n, groups[role]) for role, n in counts.items() if len(groups[role]) < n}
+        if short and self.strict_topology:
+            raise HarnessError("--strict-topology: the inventory has fewer hosts than the paper's topology: "
+                               + "; ".join(f"group {role} has {len(hosts)} ({', '.join(hosts)}), the topology "
+                                           f"lays out {n}: {n - len(hosts)} host(s) missing"
+                                           for role, (n, hosts) in short.items()),
+                               hint=f"add the hosts to {self.inventory_path}, or run without --strict-topology "
+                                    "(the instances then share hosts, recorded as a deviation)")
+        return {h.name: groups[h.role][h.index % len(groups[h.role])] for h in layout.hosts}
+
+    def up(self, layout: Layout | dict[str, list[str]], run_dir: Path) -> dict[str, list[str]]:
         self._reset()
         self.run_dir = Path(run_dir)
         self.provider_dir.mkdir(parents=True, exist_ok=True)
-        self.layout = {r: list(c) for r, c in layout.items()}
-        groups, hostvars = load_inventory(self.inventory_path)
-        for role in self.layout:
-            hosts = groups.get(role) or []
-            if not hosts:
-                have = sorted(g for g, hs in groups.items() if hs and g not in ("all", "ungrouped"))
-                raise HarnessError(f"inventory {self.inventory_path} has no host in group {role!r}, which this "
-                                   f"experiment needs (roles: {', '.join(self.layout)}); its groups: "
-                                   f"{', '.join(have) or '(none)'}",
-                                   hint="add a group per role, hosts named <role>-<i> "
-                                        "(see infra/inventories/*.example.yml)")
-            self.role_host[role] = hosts[0]
-            self.host_roles.setdefault(hosts[0], []).append(role)
+        layout = as_layout(layout)
+        self.layout = layout.roles()
+        self.placed = self.place(layout)
+        _, hostvars = load_inventory(self.inventory_path)
+        for name, host in self.placed.items():
+            self.host_roles.setdefault(host, []).append(name)
         self.user_vars = {h: self._fix_paths(hostvars[h]) for h in self.host_roles}
         self.hosts_inventory = self._write_hosts_inventory()
         self._down_done = False   # from here on, down() has something to undo
@@ -152,7 +179,7 @@ class SshProvider(SshLinks, Provider):
         if self.preflight:
             self._run_preflight()
         self._start_exporters()
-        return groups_of(self.layout, self.role_host)
+        return groups_of(layout, self.placed)
 
     def _fix_paths(self, v: dict) -> dict:
         """The user's host variables, with a relative private-key path made absolute.
@@ -352,7 +379,7 @@ class SshProvider(SshLinks, Provider):
             hosts[h] = {"address": self._address(h), "ansible_host": str(v.get("ansible_host", h)),
                         "roles": list(roles), "facts": self.facts.get(h), "node_exporter": self.exporters.get(h)}
         return {"provider": self.name, "inventory": str(self.inventory_path), "work_root": self.remote_work_root,
-                "hosts": hosts, "role_map": dict(self.role_host), "links": list(self.links_applied)}
+                "hosts": hosts, "placement": dict(self.placed), "links": list(self.links_applied)}
 
     def monitor_targets(self, groups: dict[str, list[str]]) -> list:
         from ..resources import HostTarget

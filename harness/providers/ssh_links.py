@@ -3,7 +3,7 @@
 ``SshLinks`` is a part of ``SshProvider`` (ssh.py), kept apart because the
 links are a concern of their own: which device routes each destination, one
 shaping per destination address, and the state ``down`` must undo. It uses the
-provider's ``role_host``, ``hosts_inventory``, ``provider_dir``, ``_address``,
+provider's ``placed``, ``hosts_inventory``, ``provider_dir``, ``_address``,
 ``_describe_host``, ``_playbook`` and ``_checks``.
 """
 
@@ -46,7 +46,7 @@ class SshLinks:
         links_by_key = dict(self._links)
         for a in asked:
             links_by_key[(a["from"], a["to"])] = a
-        touched_hosts = sorted({self.role_host[a["from"]] for a in asked})
+        touched_hosts = sorted({self.placed[a["from"]] for a in asked})
         devices = self._route_devices(touched_hosts, links_by_key)
 
         commands: dict[str, list[dict]] = {}
@@ -75,24 +75,24 @@ class SshLinks:
         """``link`` checked against the layout, with its destination's IPv4 address."""
         src, dst = link.get("from"), link.get("to")
         for r in (src, dst):
-            if r not in self.role_host:
-                raise HarnessError(f"link {src}->{dst}: unknown role {r!r}; roles: {', '.join(self.role_host)}")
+            if r not in self.placed:
+                raise HarnessError(f"link {src}->{dst}: unknown host {r!r} of the layout; its hosts: {', '.join(self.placed)}")
         delay, rate = link.get("delay_ms"), link.get("rate_mbit")
         if delay is None and not rate:
             raise HarnessError(f"link {src}->{dst}: give delay_ms and/or rate_mbit")
         if (delay is not None and float(delay) < 0) or (rate is not None and float(rate) <= 0):
             raise HarnessError(f"link {src}->{dst}: delay_ms must be >= 0 and rate_mbit > 0")
-        if self.role_host[src] == self.role_host[dst]:
-            raise HarnessError(f"link {src}->{dst}: both roles are on host {self.role_host[src]}")
+        if self.placed[src] == self.placed[dst]:
+            raise HarnessError(f"link {src}->{dst}: both hosts of the layout are on host {self.placed[src]}")
         return {"from": src, "to": dst, "delay_ms": delay, "rate_mbit": rate,
-                "to_address": self._ipv4(self._address(self.role_host[dst]), dst)}
+                "to_address": self._ipv4(self._address(self.placed[dst]), dst)}
 
     def _render_host(self, h: str, links_by_key: dict[tuple[str, str], dict],
                      devices: dict[str, str]) -> tuple[list[dict], dict[tuple[str, str], dict], set[str]]:
         """Sending host ``h``'s tc commands for all its links, the records of those links, the devices shaped."""
         per_dev: dict[str, list[dict]] = {}
         for a in links_by_key.values():
-            if self.role_host[a["from"]] != h:
+            if self.placed[a["from"]] != h:
                 continue
             dev = devices[a["to_address"]]
             if dev == "lo":
@@ -108,7 +108,7 @@ class SshLinks:
             for a in items:
                 records[(a["from"], a["to"])] = {
                     "from": a["from"], "to": a["to"], "applied": True, "from_host": h,
-                    "to_host": self.role_host[a["to"]], "to_address": a["to_address"], "device": dev,
+                    "to_host": self.placed[a["to"]], "to_address": a["to_address"], "device": dev,
                     "delay_ms": a["delay_ms"], "rate_mbit": a["rate_mbit"],
                     "delay_method": "tc netem" if a["delay_ms"] is not None else None,
                     "rate_method": "tc htb" if a["rate_mbit"] else None,
@@ -201,7 +201,7 @@ class SshLinks:
                 raise HarnessError(f"link shaping: cannot ask {self._describe_host(h)} for its routes: {why}")
             out[h] = route_devices(str(results[h].get("stdout", "")))
             for a in links.values():
-                if self.role_host[a["from"]] == h and a["to_address"] not in out[h]:
+                if self.placed[a["from"]] == h and a["to_address"] not in out[h]:
                     raise HarnessError(f"link {a['from']}->{a['to']}: host {h} has no route to {a['to_address']} "
                                        f"(`ip route get` said: {str(results[h].get('stdout', '')).strip()!r})")
         return out

@@ -10,7 +10,7 @@ from ..rundir import Selection
 from . import conditions
 from .cores import cores_blocks
 from .figures import draw_figure, published_for
-from .hosts import resource_blocks
+from .hosts import resource_blocks, topology_blocks
 from .points import timing_blocks, validity_blocks
 from .text import caption, cores_text, mean_sd_text, published_text
 from .verdicts import (CLAIM_HEADERS, VERDICT_METHOD, claims_rows, control_blocks, evidence_class_text,
@@ -159,5 +159,6 @@ def experiment_blocks(experiment: dict, selection: Selection,
     blocks += cores_blocks(stored, claims, figure_name.removesuffix(".png"))
     blocks += validity_blocks(selection.pooled)
     blocks += timing_blocks(selection.pooled)
+    blocks += topology_blocks(run)
     blocks += resource_blocks(run, figure_name.removesuffix(".png"))
     return blocks, claims, summary.get("questions") or []

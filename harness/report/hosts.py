@@ -141,7 +141,7 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
               ("table", ["point", "host", "roles", "CPU % mean / max", "net rx MB/s mean / max",
                          "net tx MB/s mean / max", "memory GB max", "disk write MB/s mean"], rows)]
     not_deployed = run.metadata.get("topology_not_deployed") or {}
-    if not_deployed:
+    if not_deployed and not run.metadata.get("topology"):  # a run laid out by topology.py says it in its table
         blocks.append(("p", "Roles of the paper's topology this build does not deploy yet: "
                             + ", ".join(f"{r} ×{n}" for r, n in sorted(not_deployed.items())) + "."))
     if few:
@@ -152,3 +152,52 @@ def resource_blocks(run, figure_prefix: str) -> list[tuple]:
         blocks.append(("p", f"Figures for the first {len(figures)} points; every point's samples are in "
                             "`points/<point>/metrics/resources.parquet`."))
     return blocks + figures
+
+
+def _host_cpus(run_meta: dict, host: str) -> str:
+    """The CPUs a provider host offered: its preflight's vCPUs (ssh, aws), else this machine's usable CPUs."""
+    facts = (((run_meta.get("cluster") or {}).get("hosts") or {}).get(host) or {}).get("facts") or {}
+    if facts.get("vcpus"):
+        return str(facts["vcpus"])
+    if run_meta.get("provider") in THIS_MACHINE:
+        usable = (run_meta.get("host") or {}).get("cpus_usable")
+        return f"{usable}, shared" if usable else "–"
+    return "–"
+
+
+def topology_blocks(run) -> list[tuple]:
+    """The paper's topology (role × count × hardware) beside the one this run used (host × components × CPUs),
+    and the deviations derived from the two (``metadata.json`` ``topology``, harness/topology.py)."""
+    topo = run.metadata.get("topology")
+    if not topo:
+        return []
+    hardware = ((run.stored("experiment").get("paper") or {}).get("hardware") or {})
+    per_server = ", ".join(x for x in (f"{hardware['cores']} hardware threads" if hardware.get("cores") else "",
+                                       f"{hardware['memory_gb']} GB" if hardware.get("memory_gb") else "") if x)
+    placed = topo.get("placement") or {}
+    by_role: dict[str, list[dict]] = {}
+    for h in topo.get("hosts") or []:
+        by_role.setdefault(h["role"], []).append(h)
+    published = topo.get("published") or {}
+    rows = []
+    for role in [*published, *(r for r in by_role if r not in published)]:
+        hosts = by_role.get(role) or []
+        n = published.get(role)
+        rows.append([role, f"{n} × ({per_server})" if n and per_server else (str(n) if n else "– (not in the paper)"),
+                     str(len(hosts)),
+                     "; ".join(f"{h['name']} → {placed.get(h['name'], '?')}" for h in hosts) or "–",
+                     ", ".join(hosts[0]["components"]) if hosts and hosts[0]["components"] else "idle",
+                     ", ".join(sorted({_host_cpus(run.metadata, placed[h["name"]]) for h in hosts if h["name"] in placed}))
+                     or "–"])
+    distinct = len(set(placed.values()))
+    deviations = topo.get("deviations") or []
+    text = (f"**Topology** (provider {topo.get('provider', run.metadata.get('provider'))}): the paper's "
+            f"{sum(published.values())} server(s) beside the {len(topo.get('hosts') or [])} host(s) laid out here, "
+            f"placed on {distinct} host(s) of the provider.")
+    blocks = [("p", text),
+              ("table", ["role", "paper: servers × hardware", "laid out", "host → where it ran", "components",
+                         "CPUs per host"], rows)]
+    if deviations:
+        blocks.append(("p", "Deviations from the paper's topology (derived from the two): "
+                            + "; ".join(deviations) + "."))
+    return blocks

@@ -39,8 +39,8 @@ def provider(tmp_path, monkeypatch):
     monkeypatch.setattr(ssh_links, "adhoc", double.adhoc)
     p = SshProvider(tmp_path / "inv.yml")
     p.run_dir, p.hosts_inventory = tmp_path, tmp_path / "hosts.yml"
-    p.role_host = {f"peer{i}": f"p-{i}" for i in range(3)}
-    p.host_roles = {h: [r] for r, h in p.role_host.items()}
+    p.placed = {f"peer{i}": f"p-{i}" for i in range(3)}
+    p.host_roles = {h: [r] for r, h in p.placed.items()}
     p.user_vars = {h: {"ansible_host": a} for h, a in ADDRESS.items()}
     p._playbook = double.playbook
     p.double = double

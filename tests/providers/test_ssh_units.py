@@ -51,7 +51,7 @@ def test_missing_group_names_inventory_role_and_groups(tmp_path):
     with pytest.raises(HarnessError) as e:
         p.up(LAYOUT, tmp_path / "run")
     msg = str(e.value)
-    assert str(inv) in msg and "'peer'" in msg and "kafka, orderer" in msg
+    assert str(inv) in msg and "group(s) peer, client" in msg and "kafka, orderer" in msg
     p.down()  # nothing was started: a no-op, no error
 
 
@@ -59,7 +59,7 @@ def test_missing_group_names_inventory_role_and_groups(tmp_path):
 def test_empty_group_is_missing(tmp_path):
     inv = write(tmp_path / "servers.yml", {"all": {"children": {
         "orderer": {"hosts": {"orderer-0": None}}, "peer": {"hosts": {}}, "client": {"hosts": {"c": None}}}}})
-    with pytest.raises(HarnessError, match="no host in group 'peer'"):
+    with pytest.raises(HarnessError, match=r"no host in group\(s\) peer,"):
         SshProvider(inv).up(LAYOUT, tmp_path / "run")
 
 
@@ -150,9 +150,9 @@ def test_route_devices():
 def test_apply_links_checks_roles_and_values(tmp_path):
     p = SshProvider(tmp_path / "inv.yml")
     p.hosts_inventory = tmp_path / "hosts.yml"   # as after up(): two roles on two hosts
-    p.role_host = {"orderer": "o-0", "peer": "p-0"}
+    p.placed = {"orderer": "o-0", "peer": "p-0"}
     p.user_vars = {"o-0": {"ansible_host": "10.0.0.1"}, "p-0": {"ansible_host": "10.0.0.2"}}
-    with pytest.raises(HarnessError, match="unknown role 'kafka'; roles: orderer, peer"):
+    with pytest.raises(HarnessError, match="unknown host 'kafka' of the layout; its hosts: orderer, peer"):
         p.apply_links([{"from": "orderer", "to": "kafka", "delay_ms": 1}])
     with pytest.raises(HarnessError, match="give delay_ms and/or rate_mbit"):
         p.apply_links([{"from": "orderer", "to": "peer"}])
