@@ -222,8 +222,10 @@ class NetnsCluster:
             etc = ETC_NETNS / ns
             etc.mkdir(parents=True, exist_ok=True)
             self._etc_dirs.append(etc)
-            # host names resolve inside every host (ip netns exec mounts this over /etc/hosts)
-            (etc / "hosts").write_text(f"127.0.1.1 {h}\n" + hosts_file)
+            # host names resolve inside every host (ip netns exec mounts this over /etc/hosts); a host's
+            # own name is its address, not Debian's 127.0.1.1: its servers bind that address only, and
+            # dial each other by name (Kafka's controller reaches its own broker at kafka-0:9092)
+            (etc / "hosts").write_text(hosts_file)
             (d / "sshd_config").write_text(netns_sshd.sshd_config(self, h))
         self._save_registry()
 
