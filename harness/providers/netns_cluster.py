@@ -279,6 +279,8 @@ class NetnsCluster:
         v = {"ansible_host": self.ip(host), "ansible_user": "root",
              "ansible_ssh_private_key_file": str(self.key_path),
              "ansible_python_interpreter": "/usr/bin/python3",
+             # the harness made these hosts: their keys are new every run and their addresses reused
+             "ansible_host_key_checking": False,
              "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
              "fabricrepro_work_root": str(self.host_dir(host) / "work"),
              "fabricrepro_netns": self.netns(host),

@@ -29,6 +29,18 @@ missing. ``up`` then, before anything is deployed:
    that already answers on the port (the Debian package's service) is reused
    and left running.
 
+Host keys: the check of step 1 is the first contact, and accepts a host's key
+the first time it meets it (``StrictHostKeyChecking=accept-new``), recording it
+in the known_hosts file the harness keeps (``known_hosts``, default
+``~/.ssh/fabricrepro_known_hosts``; the user's own ``~/.ssh/known_hosts`` is
+read too). From then on every connection checks it, and a key that changed fails
+the run naming the host. Checking is off only for a host whose inventory turns
+it off (``ansible_host_key_checking: false``, or ssh arguments with
+``StrictHostKeyChecking=no`` or ``UserKnownHostsFile=/dev/null``): the tests'
+network-namespace hosts, whose keys are new every run while their addresses are
+reused (the netns provider's own inventory says so too). Hosts made for one run
+(``known_hosts_per_run``) keep their keys in the run instead.
+
 The component roles copy the built commands from the controller to
 ``<work_root>/bin`` (``fabricrepro_copy_binaries``); each host keeps its points'
 working files under ``<work_root>/<host>/``, so servers that share a filesystem
@@ -44,6 +56,8 @@ from __future__ import annotations
 import getpass
 import json
 import logging
+import re
+import shlex
 import time
 from pathlib import Path
 
@@ -69,6 +83,15 @@ PREFLIGHT_PLAYBOOK = "provider-preflight.yml"
 EXPORTER_PLAYBOOK = "node-exporter.yml"
 EXPORTER_STOP_PLAYBOOK = "node-exporter-stop.yml"
 SYSCTL_PLAYBOOK = "sysctl.yml"
+#: Where the harness records the host keys of the user's servers, accepted the first time each is met.
+DEFAULT_KNOWN_HOSTS = "~/.ssh/fabricrepro_known_hosts"
+#: What ssh says when a host's key is not the one recorded.
+_HOST_KEY_CHANGED = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "Host key verification failed")
+
+
+def _false(value) -> bool:
+    """Whether an inventory value is false as Ansible reads a boolean (``false``, ``no``, ``0``, ``off``...)."""
+    return value is False or str(value).strip().lower() in ("false", "no", "0", "off", "n", "f")
 
 
 def _tail(path: Path, n: int = 5) -> str:
@@ -87,11 +110,15 @@ class SshProvider(SshLinks, Provider):
     ssh_wait_s: float = 0
     #: Install prometheus-node-exporter with apt when a host lacks it (the aws hosts are ours to change).
     install_exporter: bool = False
+    #: Keep the host keys in the run (``<run>/provider/known_hosts``) instead of DEFAULT_KNOWN_HOSTS: for hosts
+    #: made for the run (aws), whose keys are new each time while their addresses may be reused.
+    known_hosts_per_run: bool = False
 
     def __init__(self, inventory: Path | str, work_root: str = DEFAULT_WORK_ROOT, bin_dir: Path | None = None,
                  preflight: bool = True, require_clock_sync: bool = True, min_cores: int | None = None,
                  min_memory_mb: int | None = None, controller_work_root: Path | None = None,
-                 exporter_binary: str | None = None, strict_topology: bool = False):
+                 exporter_binary: str | None = None, strict_topology: bool = False,
+                 known_hosts: Path | str | None = None):
         self.inventory_path = Path(inventory).expanduser()
         #: On the user's hosts: points' working files, the copied commands, node-exporter's PID file.
         self.remote_work_root = str(work_root or DEFAULT_WORK_ROOT)
@@ -105,6 +132,9 @@ class SshProvider(SshLinks, Provider):
         #: node-exporter on the hosts (a path, or a name looked up on PATH); None: the usual places
         self.exporter_binary = exporter_binary
         self.strict_topology = strict_topology
+        #: The known_hosts file keys are accepted into and checked against (None: DEFAULT_KNOWN_HOSTS, or the
+        #: run's own with ``known_hosts_per_run``)
+        self.known_hosts_option = known_hosts
         self._reset()
 
     def _reset(self) -> None:
@@ -117,6 +147,7 @@ class SshProvider(SshLinks, Provider):
         self._reset_links()
         self.run_dir: Path | None = None
         self.hosts_inventory: Path | None = None
+        self.known_hosts: Path | None = None
         self._checks = 0
         self._down_done = True
         self._exporters_started = False   # the exporter playbook ran (down() must stop what it started)
@@ -172,6 +203,7 @@ class SshProvider(SshLinks, Provider):
         for name, host in self.placed.items():
             self.host_roles.setdefault(host, []).append(name)
         self.user_vars = {h: self._fix_paths(hostvars[h]) for h in self.host_roles}
+        self.known_hosts = self._known_hosts_file()
         self.hosts_inventory = self._write_hosts_inventory()
         self._down_done = False   # from here on, down() has something to undo
 
@@ -203,6 +235,50 @@ class SshProvider(SshLinks, Provider):
         path.write_text(yaml.safe_dump(doc, sort_keys=True), encoding="utf-8")
         return path
 
+    def known_hosts_path(self) -> Path:
+        """The known_hosts file the hosts' keys are recorded in and checked against."""
+        if self.known_hosts_option:
+            path = Path(self.known_hosts_option).expanduser()
+        elif self.known_hosts_per_run:
+            path = self.provider_dir / "known_hosts"
+        else:
+            path = Path(DEFAULT_KNOWN_HOSTS).expanduser()
+        return path.absolute()
+
+    def _known_hosts_file(self) -> Path:
+        """``known_hosts_path``, its folder made (ssh records no key where it cannot write)."""
+        path = self.known_hosts_path()
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return path
+
+    def host_key_checked(self, host: str) -> bool:
+        """Whether ``host``'s key is checked: unless its inventory turns checking off, with
+        ``ansible_host_key_checking: false`` or ssh arguments that accept any key (``StrictHostKeyChecking=no``)
+        or record none (``UserKnownHostsFile=/dev/null``)."""
+        v = self.user_vars.get(host, {})
+        for key in ("ansible_ssh_host_key_checking", "ansible_host_key_checking"):
+            if key in v:
+                return not _false(v[key])
+        args = " ".join(str(v.get(k) or "") for k in ("ansible_ssh_common_args", "ansible_ssh_extra_args"))
+        return not re.search(r"StrictHostKeyChecking[= ]+[\"']?(no|off)\b|UserKnownHostsFile[= ]+[\"']?/dev/null",
+                             args, re.IGNORECASE)
+
+    def _host_key_vars(self, host: str) -> dict:
+        """The ssh arguments that accept ``host``'s key when first met and check it against the recorded one after.
+
+        Appended to the inventory's own ``ansible_ssh_common_args`` (ssh takes an
+        option's first value: the user's own choice stands). Ansible's ssh
+        connection then passes ``accept-new``; Mitogen's (deploy.py) passes
+        ``StrictHostKeyChecking yes`` before them, so its playbooks only check,
+        against the keys the first contact (``_check_reachable``) recorded.
+        """
+        if not self.host_key_checked(host):
+            return {"ansible_host_key_checking": False}
+        files = shlex.quote(f"UserKnownHostsFile={self.known_hosts or self.known_hosts_path()} ~/.ssh/known_hosts")
+        ours = f"-o StrictHostKeyChecking=accept-new -o {files}"
+        theirs = str(self.user_vars.get(host, {}).get("ansible_ssh_common_args") or "").strip()
+        return {"ansible_host_key_checking": True, "ansible_ssh_common_args": f"{theirs} {ours}".strip()}
+
     def _describe_host(self, h: str) -> str:
         v = self.user_vars.get(h, {})
         return f"{h} ({v.get('ansible_host', h)}, role {'/'.join(self.host_roles.get(h, []))})"
@@ -218,11 +294,21 @@ class SshProvider(SshLinks, Provider):
             pending = list(failed)
             time.sleep(5)
         if failed:
+            changed = [h for h, why in failed.items() if any(s in why for s in _HOST_KEY_CHANGED)]
+            for h in changed:
+                failed[h] = (f"its host key is not the one recorded in {self.known_hosts} (ssh: REMOTE HOST "
+                             "IDENTIFICATION HAS CHANGED, Host key verification failed)")
             detail = "; ".join(f"{self._describe_host(h)}: {why}" for h, why in failed.items())
+            hint = ("check the address, ansible_user and ansible_ssh_private_key_file of the host, and that sshd "
+                    "runs")
+            if changed:
+                hint = ("a server reinstalled or replaced has a new key; if you know why it changed, remove the old "
+                        "one and run again (its new key is then recorded): "
+                        + "; ".join(f"ssh-keygen -f {self.known_hosts} -R "
+                                    f"{self.user_vars.get(h, {}).get('ansible_host', h)}" for h in changed)
+                        + ". Otherwise do not: the address may not be your server")
             raise HarnessError(f"{len(failed)} host(s) of inventory {self.inventory_path} not reachable by SSH: "
-                               f"{detail}",
-                               hint="check the address, ansible_user and ansible_ssh_private_key_file of "
-                                    "the host, and that sshd runs",
+                               f"{detail}", hint=hint,
                                log=str(self.provider_dir / "checks" / f"{self._checks}" / "ansible.log"))
 
     def _probe(self, hosts: list[str], command: str, timeout_s: float) -> dict[str, str]:
@@ -370,6 +456,7 @@ class SshProvider(SshLinks, Provider):
                   "fabricrepro_address": self._address(host),
                   "fabricrepro_become": self._become(host),
                   "fabricrepro_roles": list(self.host_roles.get(host, []))})
+        v.update(self._host_key_vars(host))
         return v
 
     def describe(self) -> dict:
@@ -378,8 +465,13 @@ class SshProvider(SshLinks, Provider):
             v = self.user_vars.get(h, {})
             hosts[h] = {"address": self._address(h), "ansible_host": str(v.get("ansible_host", h)),
                         "roles": list(roles), "facts": self.facts.get(h), "node_exporter": self.exporters.get(h)}
+        host_keys = {"known_hosts": str(self.known_hosts) if self.known_hosts else None,
+                     "hosts": {h: "accepted when first met (accept-new), then checked" if self.host_key_checked(h)
+                               else "not checked (the inventory turns host key checking off)"
+                               for h in self.host_roles}}
         return {"provider": self.name, "inventory": str(self.inventory_path), "work_root": self.remote_work_root,
-                "hosts": hosts, "placement": dict(self.placed), "links": list(self.links_applied)}
+                "hosts": hosts, "placement": dict(self.placed), "links": list(self.links_applied),
+                "host_keys": host_keys}
 
     def monitor_targets(self, groups: dict[str, list[str]]) -> list:
         from ..resources import HostTarget

@@ -83,7 +83,10 @@ def adhoc(inventory: Path, pattern: str, command: str, out_dir: Path, timeout_s:
     """Run a shell ``command`` with Ansible's ``raw`` module on ``pattern``; ``{host: result}``.
 
     ``raw`` needs no Python on the host, so it tells "cannot connect" apart from
-    everything the preflight checks. Results come from the ``tree`` callback
+    everything the preflight checks. It runs with Ansible's own strategy and ssh
+    connection: the provider's first contact with a host, whose ``accept-new``
+    records the host's key (Mitogen's connection would only check it, ssh.py).
+    Results come from the ``tree`` callback
     (one JSON file per host in ``out_dir/tree``); a host without a result gets
     ``{"unreachable": True, "msg": "no result"}``.
     """
@@ -95,7 +98,7 @@ def adhoc(inventory: Path, pattern: str, command: str, out_dir: Path, timeout_s:
     env = ansible_env()
     env.update({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "True", "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.tree",
                 "ANSIBLE_CALLBACK_TREE_DIR": str(tree), "ANSIBLE_DEPRECATION_WARNINGS": "False",
-                "ANSIBLE_SSH_ARGS": FRESH_SSH_ARGS})
+                "ANSIBLE_SSH_ARGS": FRESH_SSH_ARGS, "ANSIBLE_STRATEGY": "linear"})
     argv = [exe, pattern, "-i", str(inventory), "-m", "ansible.builtin.raw", "-a", command,
             "-T", str(max(1, int(timeout_s)))] + (["--become"] if become else [])
     with open(out_dir / "ansible.log", "a", encoding="utf-8") as logf:
