@@ -5,6 +5,7 @@
 #   stop.sh GRACE_S --components WORK_DIR ROLE...  every started component of ROLE, in order: its
 #                                                  WORK_DIR/ROLE/ROLE.pid, then (after every role's own)
 #                                                  its instances' WORK_DIR/ROLE/<instance>/ROLE.pid
+#   stop.sh GRACE_S --note-logs WORK_DIR           only note how far each log had got (below)
 #
 # Each process first leaves the point's watcher (its .watch marker is removed:
 # stopped on purpose), has the CPU it used in its life recorded (utime + stime of
@@ -40,15 +41,23 @@ stop_one() {
   kill -KILL "$pid" 2>/dev/null || true
 }
 
-if [ "${1:-}" = --components ]; then
+# How far each log had got when the stop began (log_bytes_at_stop.csv, fetched with the raw
+# data): what a component logs because it or a peer of it is being stopped (e.g. a peer losing
+# its chaincode's stream, a deliver client its orderer on another host) is not evidence about the
+# run (harness/validity.py scan_logs). Teardown notes it on every host before any host stops
+# (--note-logs), since hosts stop at once; --components notes it where nobody did.
+note_logs() {
+  { echo log,bytes
+    find "$1" -type f \( -name '*.log' -o -name '*.out' \) ! -name '[0-9][0-9][0-9][0-9][0-9][0-9].log' \
+      -printf '%f,%s\n' 2>/dev/null; } > "$1/log_bytes_at_stop.csv" || true
+}
+
+if [ "${1:-}" = --note-logs ]; then
+  [ -d "$2" ] && note_logs "$2"
+elif [ "${1:-}" = --components ]; then
   work=$2
   shift 2
-  # How far each log had got when the stop began (log_bytes_at_stop.csv, fetched with the raw
-  # data): what a component logs because it or a peer of it is being stopped (e.g. a peer losing
-  # its chaincode's stream) is not evidence about the run (harness/validity.py scan_logs).
-  { echo log,bytes
-    find "$work" -type f \( -name '*.log' -o -name '*.out' \) ! -name '[0-9][0-9][0-9][0-9][0-9][0-9].log' \
-      -printf '%f,%s\n' 2>/dev/null; } > "$work/log_bytes_at_stop.csv" || true
+  [ -f "$work/log_bytes_at_stop.csv" ] || note_logs "$work"
   for role in "$@"; do
     [ -f "$work/$role/$role.pid" ] && stop_one "$work/$role/$role.pid"
   done
