@@ -71,13 +71,13 @@ ROOT_INTERFACE = {
         "system": ["default_instance_type", "instance_types", "paper", "roles", "system"],
         "operator": ["ami_id", "availability_zone", "name", "operator_cidrs", "region", "ssh_private_key_file",
                      "ssh_public_key_file"],
-        "outputs": ["hosts", "instance_ids", "inventory_yaml"],
+        "outputs": ["ami_id", "hosts", "instance_ids", "inventory_yaml"],
     },
     "bftsmart-geo": {
-        "system": ["instance_type", "paper", "system"],
+        "system": ["instance_type", "paper", "role_regions", "roles", "system"],
         "operator": ["ami_ids", "availability_zones", "name", "operator_cidrs", "ssh_private_key_file",
-                     "ssh_public_key_file", "wheat"],
-        "outputs": ["hosts", "inventory_yaml"],
+                     "ssh_public_key_file"],
+        "outputs": ["ami_ids", "hosts", "inventory_yaml"],
     },
 }
 
@@ -364,3 +364,4 @@ def test_ingress_rules_only_in_network_module():
         for (rtype, name) in resources(parse_dir(path)):
             assert rtype not in ("aws_vpc_security_group_ingress_rule", "aws_security_group", "aws_security_group_rule"), \
                 f"{path.relative_to(TF_ROOT)} defines {rtype}.{name}"
+

@@ -30,7 +30,7 @@ variable "ssh_public_key" {
 }
 
 variable "ami_id" {
-  description = "AMI for every instance. Use Ubuntu 18.04 LTS (the oldest LTS the roles' Go 1.10/1.7 and Java 8 toolchains install on cleanly; the papers used Ubuntu 14.04/16.04). Look it up per region; it is an input so a run records exactly which image it used."
+  description = "AMI for every instance (the region module passes the operator's or the Ubuntu 24.04 LTS image it looked up, and outputs which, so a run records exactly the image it used)."
   type        = string
 }
 

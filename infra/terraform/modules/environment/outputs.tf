@@ -22,3 +22,8 @@ output "addresses" {
   description = "Host name -> { public_ip, private_ip }."
   value       = module.region.addresses
 }
+
+output "ami_id" {
+  description = "The AMI the instances got."
+  value       = module.region.ami_id
+}

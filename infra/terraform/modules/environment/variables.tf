@@ -51,8 +51,9 @@ variable "ssh_user" {
 }
 
 variable "ami_id" {
-  description = "Ubuntu 18.04 LTS AMI id in var.region."
+  description = "AMI id in var.region; null: the newest Ubuntu 24.04 LTS image there (the region module's lookup)."
   type        = string
+  default     = null
 }
 
 variable "name" {

@@ -2,6 +2,46 @@
 # and one instance per host in it. The single-region root has one of
 # these; bftsmart-geo has one per region, each with its aliased provider.
 
+# The image: the newest Ubuntu 24.04 LTS (noble) Canonical publishes in this
+# region, unless the operator gives one. Python 3.12 on the hosts, which the
+# pinned ansible-core (2.19: Python >= 3.8 on targets) needs; Ubuntu 18.04's 3.6
+# fails its modules. Owner 099720109477 is Canonical's image account.
+locals {
+  lts_image_owner = "099720109477"
+  lts_image_name  = "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*"
+}
+
+data "aws_ami" "lts" {
+  count = var.ami_id == null && length(var.hosts) > 0 ? 1 : 0
+
+  most_recent = true
+  owners      = [local.lts_image_owner]
+
+  filter {
+    name   = "name"
+    values = [local.lts_image_name]
+  }
+
+  filter {
+    name   = "architecture"
+    values = ["x86_64"]
+  }
+
+  filter {
+    name   = "virtualization-type"
+    values = ["hvm"]
+  }
+
+  filter {
+    name   = "root-device-type"
+    values = ["ebs"]
+  }
+}
+
+locals {
+  ami_id = var.ami_id != null ? var.ami_id : try(data.aws_ami.lts[0].id, "")
+}
+
 module "network" {
   source = "../network"
 
@@ -22,7 +62,7 @@ module "cluster" {
   subnet_id          = module.network.subnet_id
   security_group_id  = module.network.security_group_id
   ssh_public_key     = var.ssh_public_key
-  ami_id             = var.ami_id
+  ami_id             = local.ami_id
   placement_strategy = var.placement_strategy
   tags               = var.tags
 }

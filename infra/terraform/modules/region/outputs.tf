@@ -8,6 +8,11 @@ output "instance_ids" {
   value       = module.cluster.instance_ids
 }
 
+output "ami_id" {
+  description = "The AMI every instance of this region got (the operator's, or the Ubuntu 24.04 LTS image looked up)."
+  value       = local.ami_id
+}
+
 output "security_group_id" {
   description = "ID of this region's cluster security group."
   value       = module.network.security_group_id

@@ -42,8 +42,9 @@ variable "ssh_public_key" {
 }
 
 variable "ami_id" {
-  description = "AMI id in this region (Ubuntu 18.04 LTS; AMI ids differ between regions)."
+  description = "AMI id in this region (AMI ids differ between regions); null: the newest Ubuntu 24.04 LTS image Canonical publishes here (data source aws_ami.lts)."
   type        = string
+  default     = null
 }
 
 variable "placement_strategy" {

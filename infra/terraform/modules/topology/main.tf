@@ -10,7 +10,7 @@ locals {
         role          = role
         index         = i
         instance_type = lookup(var.instance_types, role, var.default_instance_type)
-        region        = lookup(var.regions, "${role}-${i}", var.default_region)
+        region        = lookup(var.regions, "${role}-${i}", lookup(var.role_regions, role, var.default_region))
       }
     ]
   ])

@@ -30,6 +30,12 @@ variable "regions" {
   default     = {}
 }
 
+variable "role_regions" {
+  description = "Optional region per role (e.g. { oregon = \"us-west-2\" }) for geo-distributed topologies whose roles are places; a host's entry in regions comes first, then its role's, then default_region."
+  type        = map(string)
+  default     = {}
+}
+
 variable "default_region" {
   description = "Region of hosts without an entry in regions."
   type        = string

@@ -1,12 +1,15 @@
-# Sousa et al., geo-distributed experiment (seed 004 line 162): BFT-SMaRt
-# replicas in Oregon, Ireland, Sydney and Sao Paulo, WHEAT's additional replica
-# in Virginia, and three frontends in Oregon (with the leader), Virginia and
-# Sao Paulo, all on the paper's m4.4xlarge. The system's variables are in
-# systems/bftsmart-orderer/terraform/bftsmart-geo.tfvars.json.
+# Sousa et al., geo-distributed experiment (seed 004 line 162): one host per
+# region the experiment's topology names, all on the paper's m4.4xlarge. The
+# paper's layout (papers/bftsmart-orderer.yaml fig7-geo-latency: oregon,
+# virginia, ireland, sydney, sao_paulo, each running its region's replica and
+# frontend) and the system's instance type are in
+# systems/bftsmart-orderer/terraform/bftsmart-geo.tfvars.json; the aws provider
+# passes the experiment's layout (roles, role_regions) over them.
 #
 # Terraform cannot for_each over provider configurations, so each region has
-# its own provider alias and its own call of the region module (network and
-# cluster); one topology and one inventory cover all regions.
+# its own provider alias and its own call of the region module (network,
+# cluster and the region's Ubuntu 24.04 LTS image), made only where the layout
+# has hosts; one topology and one inventory cover all regions.
 
 locals {
   tags = {
@@ -15,17 +18,6 @@ locals {
     System  = var.system
     Layout  = "geo"
   }
-
-  node_regions = concat(
-    ["us-west-2", "eu-west-1", "ap-southeast-2", "sa-east-1"],
-    var.wheat ? ["us-east-1"] : []
-  )
-  frontend_regions = ["us-west-2", "us-east-1", "sa-east-1"]
-
-  host_regions = merge(
-    { for i, r in local.node_regions : "bftsmart_node-${i}" => r },
-    { for i, r in local.frontend_regions : "frontend-${i}" => r },
-  )
 
   # Non-overlapping VPC ranges so addresses stay unambiguous in logs.
   vpc_cidrs = {
@@ -36,6 +28,8 @@ locals {
     "us-east-1"      = "10.55.0.0/16"
   }
 
+  host_regions = { for name, h in module.topology.hosts_by_name : name => h.region }
+
   hosts_in = {
     for r in keys(local.vpc_cidrs) : r => { for k, h in module.topology.hosts_by_name : k => h if h.region == r }
   }
@@ -43,11 +37,12 @@ locals {
   ssh_public_key = file(var.ssh_public_key_file)
 
   addresses = merge(
-    module.region_usw2.addresses, module.region_euw1.addresses, module.region_apse2.addresses,
-    module.region_sae1.addresses, module.region_use1.addresses,
+    try(module.region_usw2[0].addresses, {}), try(module.region_euw1[0].addresses, {}),
+    try(module.region_apse2[0].addresses, {}), try(module.region_sae1[0].addresses, {}),
+    try(module.region_use1[0].addresses, {}),
   )
 
-  # Replicas talk to each other over public addresses: each region admits the
+  # Hosts talk to each other over public addresses: each region admits the
   # other regions' hosts, one /32 each, and nothing else beyond the operator.
   # Keyed by host name, which is known at plan time (the addresses are not).
   remote_cidrs = {
@@ -90,17 +85,15 @@ provider "aws" {
 module "topology" {
   source = "../../modules/topology"
 
-  roles = {
-    bftsmart_node = length(local.node_regions)
-    frontend      = length(local.frontend_regions)
-  }
+  roles                 = var.roles
   default_instance_type = var.instance_type
-  regions               = local.host_regions
+  role_regions          = var.role_regions
 }
 
-# us-west-2 (Oregon): leader replica 0 and frontend 0
+# us-west-2 (Oregon): the leader's replica and a frontend in the paper
 module "region_usw2" {
   source    = "../../modules/region"
+  count     = length(local.hosts_in["us-west-2"]) > 0 ? 1 : 0
   providers = { aws = aws.usw2 }
 
   name               = "${var.name}-usw2"
@@ -110,13 +103,14 @@ module "region_usw2" {
   operator_cidrs     = var.operator_cidrs
   peer_cidrs         = local.remote_cidrs["us-west-2"]
   ssh_public_key     = local.ssh_public_key
-  ami_id             = var.ami_ids["us-west-2"]
-  placement_strategy = null # one or two hosts per region: nothing to co-locate
+  ami_id             = lookup(var.ami_ids, "us-west-2", null)
+  placement_strategy = null # one host per region: nothing to co-locate
 }
 
-# eu-west-1 (Ireland): replica 1
+# eu-west-1 (Ireland): a replica
 module "region_euw1" {
   source    = "../../modules/region"
+  count     = length(local.hosts_in["eu-west-1"]) > 0 ? 1 : 0
   providers = { aws = aws.euw1 }
 
   name               = "${var.name}-euw1"
@@ -126,13 +120,14 @@ module "region_euw1" {
   operator_cidrs     = var.operator_cidrs
   peer_cidrs         = local.remote_cidrs["eu-west-1"]
   ssh_public_key     = local.ssh_public_key
-  ami_id             = var.ami_ids["eu-west-1"]
+  ami_id             = lookup(var.ami_ids, "eu-west-1", null)
   placement_strategy = null
 }
 
-# ap-southeast-2 (Sydney): replica 2
+# ap-southeast-2 (Sydney): a replica
 module "region_apse2" {
   source    = "../../modules/region"
+  count     = length(local.hosts_in["ap-southeast-2"]) > 0 ? 1 : 0
   providers = { aws = aws.apse2 }
 
   name               = "${var.name}-apse2"
@@ -142,13 +137,14 @@ module "region_apse2" {
   operator_cidrs     = var.operator_cidrs
   peer_cidrs         = local.remote_cidrs["ap-southeast-2"]
   ssh_public_key     = local.ssh_public_key
-  ami_id             = var.ami_ids["ap-southeast-2"]
+  ami_id             = lookup(var.ami_ids, "ap-southeast-2", null)
   placement_strategy = null
 }
 
-# sa-east-1 (Sao Paulo): replica 3 and frontend 2
+# sa-east-1 (Sao Paulo): a replica and a frontend
 module "region_sae1" {
   source    = "../../modules/region"
+  count     = length(local.hosts_in["sa-east-1"]) > 0 ? 1 : 0
   providers = { aws = aws.sae1 }
 
   name               = "${var.name}-sae1"
@@ -158,13 +154,14 @@ module "region_sae1" {
   operator_cidrs     = var.operator_cidrs
   peer_cidrs         = local.remote_cidrs["sa-east-1"]
   ssh_public_key     = local.ssh_public_key
-  ami_id             = var.ami_ids["sa-east-1"]
+  ami_id             = lookup(var.ami_ids, "sa-east-1", null)
   placement_strategy = null
 }
 
-# us-east-1 (Virginia): WHEAT's extra replica 4 and frontend 1
+# us-east-1 (Virginia): WHEAT's extra replica and a frontend
 module "region_use1" {
   source    = "../../modules/region"
+  count     = length(local.hosts_in["us-east-1"]) > 0 ? 1 : 0
   providers = { aws = aws.use1 }
 
   name               = "${var.name}-use1"
@@ -174,7 +171,7 @@ module "region_use1" {
   operator_cidrs     = var.operator_cidrs
   peer_cidrs         = local.remote_cidrs["us-east-1"]
   ssh_public_key     = local.ssh_public_key
-  ami_id             = var.ami_ids["us-east-1"]
+  ami_id             = lookup(var.ami_ids, "us-east-1", null)
   placement_strategy = null
 }
 

@@ -16,6 +16,21 @@ variable "instance_type" {
   type        = string
 }
 
+variable "roles" {
+  description = "Role -> number of hosts, each role a place (the system's file: the paper's layout, one host per region; the aws provider passes the experiment's layout)."
+  type        = map(number)
+}
+
+variable "role_regions" {
+  description = "Role -> AWS region of its hosts (infra/aws/regions.json names the places); every region must be one this root has a provider for."
+  type        = map(string)
+
+  validation {
+    condition     = alltrue([for r in values(var.role_regions) : contains(["us-west-2", "eu-west-1", "ap-southeast-2", "sa-east-1", "us-east-1"], r)])
+    error_message = "This root has providers for us-west-2, eu-west-1, ap-southeast-2, sa-east-1 and us-east-1 only."
+  }
+}
+
 # The operator's inputs.
 
 variable "operator_cidrs" {
@@ -34,8 +49,9 @@ variable "ssh_private_key_file" {
 }
 
 variable "ami_ids" {
-  description = "Ubuntu 18.04 LTS AMI id per region (AMI ids differ between regions): keys us-west-2, eu-west-1, ap-southeast-2, sa-east-1, us-east-1."
+  description = "AMI id per region (AMI ids differ between regions; keys us-west-2, eu-west-1, ap-southeast-2, sa-east-1, us-east-1); a region without one gets its newest Ubuntu 24.04 LTS image (the region module's lookup)."
   type        = map(string)
+  default     = {}
 }
 
 variable "availability_zones" {
@@ -48,12 +64,6 @@ variable "availability_zones" {
     "sa-east-1"      = "sa-east-1a"
     "us-east-1"      = "us-east-1a"
   }
-}
-
-variable "wheat" {
-  description = "Add WHEAT's fifth replica in Virginia (us-east-1); false gives the four-replica BFT-SMaRt layout (seed 004 line 162)."
-  type        = bool
-  default     = true
 }
 
 variable "name" {

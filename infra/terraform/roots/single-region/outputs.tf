@@ -12,3 +12,8 @@ output "instance_ids" {
   description = "Host name -> EC2 instance id."
   value       = module.environment.instance_ids
 }
+
+output "ami_id" {
+  description = "The AMI the instances got (the operator's, or the Ubuntu 24.04 LTS image looked up)."
+  value       = module.environment.ami_id
+}

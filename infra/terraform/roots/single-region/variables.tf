@@ -17,7 +17,7 @@ variable "paper" {
 }
 
 variable "roles" {
-  description = "The paper's topology: role name -> number of hosts (see the topology module). A role at 0 is one the paper places no host for; the aws provider gives it one host when an experiment's layout needs it."
+  description = "Role name -> number of hosts (see the topology module): the system's file gives the paper's topology, for use by hand; the aws provider passes the experiment's layout instead (harness/topology.py: only the hosts it lays out)."
   type        = map(number)
 }
 
@@ -49,8 +49,9 @@ variable "ssh_private_key_file" {
 }
 
 variable "ami_id" {
-  description = "Ubuntu 18.04 LTS AMI id in var.region (recorded in the run's metadata)."
+  description = "AMI id in var.region; null (the default): the newest Ubuntu 24.04 LTS image Canonical publishes there. The one used is output as ami_id and recorded in the run's metadata."
   type        = string
+  default     = null
 }
 
 variable "region" {

@@ -10,6 +10,11 @@ mock_provider "aws" {
       private_ip = "10.42.1.7"
     }
   }
+  mock_data "aws_ami" {
+    defaults = {
+      id = "ami-0lookedup00000001"
+    }
+  }
 }
 
 variables {
@@ -22,7 +27,6 @@ variables {
   operator_cidrs        = ["203.0.113.7/32"]
   ssh_public_key        = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFAKEFAKEFAKEFAKE repro-test"
   ssh_private_key_file  = "~/.ssh/repro"
-  ami_id                = "ami-0123456789abcdef0"
   name                  = "repro-test"
   extra_vars            = { upstream_variant = "fastfabric" }
 }
@@ -67,5 +71,23 @@ run "inventory_from_cluster_addresses" {
   assert {
     condition     = length(output.addresses) == 5 && length(output.instance_ids) == 5
     error_message = "Every host has an address and an instance id."
+  }
+
+  assert {
+    condition     = output.ami_id == "ami-0lookedup00000001"
+    error_message = "Without ami_id, the instances get the image the region module looked up (Ubuntu 24.04 LTS)."
+  }
+}
+
+run "operator_image_wins" {
+  command = plan
+
+  variables {
+    ami_id = "ami-0123456789abcdef0"
+  }
+
+  assert {
+    condition     = output.ami_id == "ami-0123456789abcdef0" && length(module.region.ami_id) > 0
+    error_message = "An ami_id given is the one used (no lookup)."
   }
 }

@@ -68,6 +68,22 @@ run "geo_regions" {
   }
 }
 
+run "role_regions" {
+  command = plan
+
+  variables {
+    roles                 = { oregon = 1, ireland = 2 }
+    default_instance_type = "m4.4xlarge"
+    role_regions          = { oregon = "us-west-2", ireland = "eu-west-1" }
+    regions               = { "ireland-1" = "us-east-1" }
+  }
+
+  assert {
+    condition     = { for h in output.hosts : h.name => h.region } == { "ireland-0" = "eu-west-1", "ireland-1" = "us-east-1", "oregon-0" = "us-west-2" }
+    error_message = "A role's region applies to each of its hosts; a host's own entry in regions comes first."
+  }
+}
+
 run "rejects_bad_role_name" {
   command = plan
 

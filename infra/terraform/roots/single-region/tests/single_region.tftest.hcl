@@ -12,13 +12,17 @@ mock_provider "aws" {
       private_ip = "10.42.1.7"
     }
   }
+  mock_data "aws_ami" {
+    defaults = {
+      id = "ami-0lookedup00000001"
+    }
+  }
 }
 
 variables {
   operator_cidrs       = ["203.0.113.7/32"]
   ssh_public_key_file  = "tests/test_key.pub"
   ssh_private_key_file = "~/.ssh/repro"
-  ami_id               = "ami-0123456789abcdef0"
 }
 
 run "plan_the_systems_topology" {
@@ -51,5 +55,14 @@ run "inventory_names_the_system" {
   assert {
     condition     = yamldecode(output.inventory_yaml).all.vars.upstream_variant == var.system && yamldecode(output.inventory_yaml).all.vars.upstream_paper == var.paper
     error_message = "The inventory records the system and its paper."
+  }
+}
+
+run "image_looked_up_unless_given" {
+  command = apply
+
+  assert {
+    condition     = output.ami_id == "ami-0lookedup00000001"
+    error_message = "Without ami_id the root's instances get the region's Ubuntu 24.04 LTS lookup."
   }
 }
