@@ -97,7 +97,8 @@ def test(c):
                         "each host's points under <dir>/<host>/",
     "preflight": "ssh/aws: check reachability, OS, cores, memory and clock before deploying (default on)",
     "clock_sync": "ssh/aws: require a synchronised clock in the preflight (default on)",
-    "ami_id": "aws: the Ubuntu AMI of the region (required)",
+    "ami_id": "aws: the image (default: each region's newest Ubuntu 24.04 LTS, looked up); region=ami,... "
+              "for a run across regions",
     "operator_cidr": "aws: the only address range the security group admits from outside (required)",
     "region": "aws: region (default: the environment's)",
     "key_file": "aws: SSH private key whose .pub is installed on the instances",
@@ -107,6 +108,9 @@ def test(c):
     "source": "where upstream code comes from: auto (../shared/upstream snapshot if present, else git), snapshot, git",
     "control": "run a control point first where the driver can corrupt transactions: 1% of each kind, which the "
                "ledger and our verifier must find exactly (default on; --no-control skips it)",
+    "yes": "aws: create the instances without asking (after printing their types, count, cost and the wall time)",
+    "plan_only": "aws: print the instances, their hourly cost and the expected wall time, run terraform plan "
+                 "where Terraform, the inputs and credentials are here (else name what is missing), and stop",
     "strict_topology": "refuse to run where the provider cannot give every instance of the paper's topology a "
                        "host of its own (e.g. an inventory group with fewer hosts), instead of recording the "
                        "placement used as a deviation",
@@ -114,7 +118,8 @@ def test(c):
 def reproduce(c, paper=None, experiment=None, scale="smoke", provider="auto", repeat=None, resume=None, set=None,
               inventory=None, remote_work_root=None, preflight=True, clock_sync=True, ami_id=None,
               operator_cidr=None, region=None, key_file=None, instance_type=None, build="auto", source="auto",
-              variant=None, control=True, strict_topology=False):
+              variant=None, control=True, strict_topology=False, yes=False,
+              plan_only=False):
     """Run a paper's experiments and render its report."""
     from harness.config import parse_assignments, parse_value
     from harness.reproduce import reproduce as run
@@ -123,6 +128,8 @@ def reproduce(c, paper=None, experiment=None, scale="smoke", provider="auto", re
         paper = _guard(Run.open, resume).metadata["paper"]  # the run names its paper
     if not paper:
         raise Exit("error: give the paper (--paper " + "|".join(_papers()) + "), or --resume RUN_DIR", code=1)
+    if (yes or plan_only) and provider != "aws":
+        raise Exit("error: --yes and --plan-only are options of --provider aws", code=1)
     options = {}
     if provider in ("ssh", "aws"):
         options = {"preflight": preflight, "require_clock_sync": clock_sync}
@@ -136,11 +143,21 @@ def reproduce(c, paper=None, experiment=None, scale="smoke", provider="auto", re
     if provider == "aws":
         options.update({k: v for k, v in {"ami_id": ami_id, "operator_cidr": operator_cidr, "region": region,
                                           "key_file": key_file, "instance_type": instance_type}.items() if v})
-    runs = _guard(lambda: run(paper, experiment, scale=scale, provider=provider,
-                              repeat=parse_value(repeat) if repeat else None, resume=resume,
-                              overrides=parse_assignments(set), provider_options=options,
-                              build=build, source=source, variants=variant or None, controls=control,
-                              strict_topology=strict_topology))
+        # --yes/--plan-only, and what its wall-time estimate plans with
+        options.update({"yes": yes, "plan_only": plan_only, "scale": scale, "overrides": parse_assignments(set),
+                        "repeat": parse_value(repeat) if repeat else None})
+    from harness.providers.aws import PlanOnly
+    try:
+        runs = _guard(lambda: run(paper, experiment, scale=scale, provider=provider,
+                                  repeat=parse_value(repeat) if repeat else None, resume=resume,
+                                  overrides=parse_assignments(set), provider_options=options,
+                                  build=build, source=source, variants=variant or None, controls=control,
+                                  strict_topology=strict_topology))
+    except PlanOnly as e:   # --plan-only stopped before anything was built or created
+        print(e, file=sys.stderr)
+        if not e.complete:
+            raise Exit(code=1) from None
+        return
     unfinished = [r for r in runs if r.metadata["status"] != "complete"]
     if unfinished:
         raise Exit("error: " + "; ".join(f"{r.metadata['experiment']} {r.metadata['status']}: {r.metadata.get('reason')}"

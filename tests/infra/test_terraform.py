@@ -365,3 +365,110 @@ def test_ingress_rules_only_in_network_module():
             assert rtype not in ("aws_vpc_security_group_ingress_rule", "aws_security_group", "aws_security_group_rule"), \
                 f"{path.relative_to(TF_ROOT)} defines {rtype}.{name}"
 
+
+# ---- the hosts each experiment needs, computed by the provider-free topology module
+
+def experiment_layouts() -> list[tuple[str, str, object]]:
+    """``(paper, experiment, Layout)`` of every runnable experiment of a paper the aws provider provisions
+    (its system has Terraform variables), laid out on the upstream build's drivers where every variant's
+    system has them, else the reference build's (the recipes' specs: no source or build needed)."""
+    from harness import builds, topology
+    from harness.catalogue import load_paper
+    from harness.plan import own_drivers
+    from harness.providers.aws import environments
+    out = []
+    for paper_id in sorted(environments()):
+        paper = load_paper(paper_id)
+        for e in paper.experiments:
+            runs = [v for v in e.get("variants") or [] if v.get("runnable") is not False]
+            if not e.get("runnable") or not runs:
+                continue
+            own = own_drivers(e)
+            systems = sorted({v["system"] for v in runs if v["id"] not in own})
+            for find in (builds.upstream_driver, builds.reference_driver):
+                drivers = {s: find(s, e["driver"]) for s in systems}
+                variant_drivers = {v: find(s, d) for v, (s, d) in own.items()}
+                if all(drivers.values()) and all(variant_drivers.values()):
+                    choice = builds.Choice("upstream", drivers, variant_drivers=variant_drivers)
+                    out.append((paper_id, e["id"], topology.lay_out(e.get("topology"), choice.layout())))
+                    break
+    return out
+
+
+def hcl(value) -> str:
+    """A Python map, list or scalar as an HCL expression (JSON is HCL for these)."""
+    return json.dumps(value)
+
+
+def test_aws_instances_of_the_headline_experiments():
+    """What the aws provider would create, pinned: FastFabric's Table I is the paper's 15 servers; Fig. 6 is
+    its peer benchmark and the storage server it offloads to; Sousa's Fig. 7 one m4.4xlarge per region."""
+    from harness.providers.aws import AwsProvider
+    layouts = {(p, e): lay for p, e, lay in experiment_layouts()}
+    want = {
+        ("fastfabric", "table1-end-to-end"): {
+            "client-0": 1, "endorser-0": 1, "endorser-1": 1, "endorser-2": 1, "endorser-3": 1, "endorser-4": 1,
+            "kafka-0": 1, "kafka-1": 1, "kafka-2": 1, "orderer-0": 1, "peer-0": 1, "storage-0": 1,
+            "zookeeper-0": 1, "zookeeper-1": 1, "zookeeper-2": 1},
+        ("fastfabric", "fig6-peer-throughput"): {"peer-0": 1, "storage-0": 1},
+    }
+    for (paper, experiment), names in want.items():
+        p = AwsProvider(paper)
+        p.place(layouts[paper, experiment])
+        assert sorted(i.name for i in p.chosen) == sorted(names), (experiment, p.chosen)
+        assert {(i.instance_type, i.region) for i in p.chosen} == {("c5.9xlarge", "us-east-1")}
+        assert p.root == "single-region"
+    geo = AwsProvider("bftsmart-orderer")
+    geo.place(layouts["bftsmart-orderer", "fig7-geo-latency"])
+    assert geo.root == "bftsmart-geo"
+    assert {i.name: (i.instance_type, i.region) for i in geo.chosen} == {
+        "oregon-0": ("m4.4xlarge", "us-west-2"), "virginia-0": ("m4.4xlarge", "us-east-1"),
+        "ireland-0": ("m4.4xlarge", "eu-west-1"), "sydney-0": ("m4.4xlarge", "ap-southeast-2"),
+        "sao_paulo-0": ("m4.4xlarge", "sa-east-1")}
+
+
+@needs_terraform
+def test_each_experiments_hosts_are_what_the_topology_module_computes(tmp_path):
+    """For every experiment the aws provider can provision: the variables it passes Terraform (the layout's
+    role counts, the system's instance types, the regions) given to modules/topology, whose hosts
+    `terraform test` asserts equal to the instances the provider printed and placed the layout on
+    (names <role>-<i>, types, regions): one run block per experiment, one `terraform test` for all."""
+    from harness.providers.aws import AwsProvider
+    runs, providers = [], {}
+    for paper, experiment, layout in experiment_layouts():
+        p = providers.setdefault(paper, AwsProvider(paper))
+        placed = p.place(layout)
+        assert sorted(placed.values()) == sorted(i.name for i in p.chosen), experiment  # one instance per host
+        values = p._system_values()
+        variables = {"roles": layout.counts()}
+        if p.regions:
+            variables.update({"default_instance_type": values["instance_type"], "role_regions": p.regions})
+        else:
+            variables.update({"default_instance_type": values["default_instance_type"],
+                              "instance_types": values["instance_types"], "default_region": "us-east-1"})
+        expected = {i.name: f"{i.instance_type} {i.region}" for i in p.chosen}
+        name = re.sub(r"[^A-Za-z0-9_]", "_", f"{paper}__{experiment}")
+        runs.append(f'run "{name}" {{\n  command = plan\n\n  variables {{\n'
+                    + "".join(f"    {k} = {hcl(v)}\n" for k, v in variables.items()) + "  }\n\n"
+                    f"  assert {{\n    condition     = output.host_count == {len(p.chosen)}\n"
+                    f'    error_message = "{paper} {experiment}: {len(p.chosen)} hosts"\n  }}\n\n'
+                    f'  assert {{\n    condition     = {{ for h in output.hosts : h.name => "${{h.instance_type}} '
+                    f'${{h.region}}" }} == {hcl(expected)}\n'
+                    f'    error_message = "{paper} {experiment}: the hosts, types and regions the aws provider '
+                    f'planned"\n  }}\n}}\n')
+    assert len(runs) >= 10 and any("table1_end_to_end" in r for r in runs), len(runs)
+    work = tmp_path / "topology"
+    shutil.copytree(TF_ROOT / "modules" / "topology", work)
+    (work / "tests" / "experiments.tftest.hcl").write_text("\n".join(runs))
+    init = run_tf(f"-chdir={work}", "init", "-backend=false", "-no-color", "-input=false")
+    assert init.returncode == 0, init.stdout + init.stderr
+    test = run_tf(f"-chdir={work}", "test", "-no-color", "-filter=tests/experiments.tftest.hcl")
+    assert test.returncode == 0, test.stdout + test.stderr
+    assert f"{len(runs)} passed, 0 failed" in test.stdout, test.stdout
+
+
+def test_geo_system_variables_name_the_regions_as_the_provider_does():
+    """The geo root's system file (for use by hand) places each role where infra/aws/regions.json does."""
+    from harness.providers import aws_plan
+    values = system_variables("bftsmart-orderer", "bftsmart-geo")
+    assert aws_plan.role_regions(values["roles"]) == values["role_regions"]
