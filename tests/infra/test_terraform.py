@@ -2,6 +2,7 @@
 provider-free modules, validate and mock-provider tests of the roots with each
 system's variables, structural checks of every .tf file with python-hcl2, and
 the systems' variables files against the roots they name."""
+import functools
 import json
 import os
 import re
@@ -368,6 +369,20 @@ def test_ingress_rules_only_in_network_module():
 
 # ---- the hosts each experiment needs, computed by the provider-free topology module
 
+@functools.lru_cache(maxsize=None)
+def driver_specs(system: str, kind: str) -> dict:
+    """The driver specs of ``system``'s ``upstream`` recipe or ``reference`` build, read once."""
+    from harness import upstream
+    from harness.catalogue import load_system
+    if kind == "upstream":
+        recipes = driver_specs("", "recipes")
+        return (upstream.load_recipe(system).get("drivers") or {}) if system in recipes else {}
+    if kind == "recipes":
+        return dict.fromkeys(upstream.systems_with_recipe())
+    return load_system(system)["reference"].get("drivers") or {}
+
+
+@functools.lru_cache(maxsize=1)
 def experiment_layouts() -> list[tuple[str, str, object]]:
     """``(paper, experiment, Layout)`` of every runnable experiment of a paper the aws provider provisions
     (its system has Terraform variables), laid out on the upstream build's drivers where every variant's
@@ -385,11 +400,11 @@ def experiment_layouts() -> list[tuple[str, str, object]]:
                 continue
             own = own_drivers(e)
             systems = sorted({v["system"] for v in runs if v["id"] not in own})
-            for find in (builds.upstream_driver, builds.reference_driver):
-                drivers = {s: find(s, e["driver"]) for s in systems}
-                variant_drivers = {v: find(s, d) for v, (s, d) in own.items()}
+            for kind in ("upstream", "reference"):
+                drivers = {s: driver_specs(s, kind).get(e["driver"]) for s in systems}
+                variant_drivers = {v: driver_specs(s, kind).get(d) for v, (s, d) in own.items()}
                 if all(drivers.values()) and all(variant_drivers.values()):
-                    choice = builds.Choice("upstream", drivers, variant_drivers=variant_drivers)
+                    choice = builds.Choice(kind, drivers, variant_drivers=variant_drivers)
                     out.append((paper_id, e["id"], topology.lay_out(e.get("topology"), choice.layout())))
                     break
     return out
