@@ -23,6 +23,7 @@ calls this module; docs/validity.md says what each check can and cannot see):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import time
@@ -178,10 +179,22 @@ def owed_transactions(codes: pd.DataFrame, blocks: list[int] | None = None) -> i
     return int(len(validated))
 
 
-def _fingerprint(ledger: Ledger, policy: str | None, msp_dirs: list[str]) -> list:
-    """What a stored verifier result was computed from: the files (name, size, modification time), the policy
-    and the MSP directories."""
-    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in ledger.files] + [policy, msp_dirs]
+def sha256_of(path: Path) -> str:
+    """The SHA-256 of a file's content, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fingerprint(ledger: Ledger, txverify_bin: Path, policy: str | None, msp_dirs: list[str]) -> dict:
+    """What a stored verifier result was computed from: each block file's name and content (SHA-256: a file
+    changed with its size and time restored is another file), the verifier's version (the SHA-256 of
+    ``bin/txverify``: a rebuilt verifier checks anew), the policy and the MSP directories."""
+    return {"files": [[f.name, sha256_of(f)] for f in ledger.files],
+            "verifier": sha256_of(txverify_bin) if Path(txverify_bin).is_file() else None,
+            "policy": policy, "msp_dirs": list(msp_dirs)}
 
 
 def verify(ledger: Ledger, txverify_bin: Path, policy: str | None, seed_text: str,
@@ -191,15 +204,21 @@ def verify(ledger: Ledger, txverify_bin: Path, policy: str | None, seed_text: st
     A ledger above ``VERIFY_ALL_UP_TO`` transactions is verified on a sample: every transaction it marks
     invalid and a random share seeded by ``seed_text`` (the point's id), stated in the section.
     ``msp_dirs`` (``MSPID=DIR``) give the MSPs where the ledger holds no config block. With
-    ``cache`` (a JSON file of the point) a result stored for the same files and policy is reused: a report
-    re-renders without re-verifying; ``invoke verify`` passes none and always verifies."""
-    stored = json.loads(cache.read_text()) if cache is not None and cache.is_file() else {}
-    fingerprint = _fingerprint(ledger, policy, list(msp_dirs))
-    if stored.get(ledger.key, {}).get("fingerprint") == fingerprint:
-        return stored[ledger.key]["section"], stored[ledger.key]["problems"]
+    ``cache`` (a JSON file of the point) a result stored for the same block files' content, the same
+    verifier and the same policy is reused (``fingerprint``): a report re-renders without re-verifying;
+    ``invoke verify`` passes none and always verifies."""
+    try:
+        stored = json.loads(cache.read_text()) if cache is not None and cache.is_file() else {}
+    except json.JSONDecodeError:
+        stored = {}
+    stored = stored if isinstance(stored, dict) else {}
+    key = fingerprint(ledger, txverify_bin, policy, list(msp_dirs)) if cache is not None else None
+    entry = stored.get(ledger.key)
+    if key is not None and key["verifier"] is not None and isinstance(entry, dict) and entry.get("fingerprint") == key:
+        return entry["section"], entry["problems"]
     section, problems = _run_verifier(ledger, txverify_bin, policy, seed_text, list(msp_dirs))
     if cache is not None and section.get("status") in ("agreed", "failed"):
-        stored[ledger.key] = {"fingerprint": fingerprint, "section": section, "problems": problems}
+        stored[ledger.key] = {"fingerprint": key, "section": section, "problems": problems}
         cache.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
     return section, problems
 
