@@ -22,16 +22,20 @@ point, naming what is missing; it never passes as "not measured"
   must carry their expected code, and every other transaction of those
   blocks must be VALID.
 * **Logs.** Every fetched log is scanned for the patterns of the point's
-  system; an unexpected match fails the point. A pattern a mutation explains
+  system; an unexpected match fails the point. A log is read up to its length when teardown
+  began (``raw/<host>/log_bytes_at_stop.csv``), and that length must be consistent with the log:
+  not beyond its end, and past every line the component wrote while the point ran (the harness's
+  timed-section and cost lines, the system's ``before_stop`` lines such as a peer's commits). A pattern a mutation explains
   (``planned_by``) is forgiven only for as many lines as ``mutations.csv``
   records mutations of that kind (times the pattern's ``lines_per_mutation``: a number, or
   ``{by: <point parameter>, values: {<value>: n}, else: n}`` where the count depends on the point, e.g. an
   envelope refused by each of SmartBFT's 4 orderers).
 * **Work.** The CPU the validating component spent must cover the signature
-  verifications owed for the transactions the *ledger* holds, at this
-  machine's measured cost of one, with the margin ``min_covered`` that the
-  system's negative control (the validator with its signature checks off)
-  stays below.
+  verifications owed for the transactions the *ledger* holds, at the cost of
+  one the harness measured on this machine at the run's start, with the margin
+  ``min_covered`` that the system's negative control (the validator with its
+  signature checks off) stays below. Every system that declares a validating
+  component declares that margin; none defaults (harness/work.py).
 
 ``check_point`` returns a ``validity`` section for the point's summary and the
 problems that fail it; its ``evidence`` says what the count rests on
@@ -49,7 +53,7 @@ import yaml
 
 from . import REPO_ROOT, ledger, systems
 from .plan import driver_of
-from .work import work_check
+from .work import TIMED_SECTION, VERIFY_COST, work_check
 from .errors import HarnessError
 
 SYSTEMS = REPO_ROOT / "systems"
@@ -105,9 +109,34 @@ NEGATIVE_CONTROL = "control_skip_signature_checks"
 _EVIDENCE_KEYS = {"codes", "counts", "independent_check", "validators", "ledgers", "logs", "tables", "verify",
                   "mutations"}
 
+#: The files the process role writes for a component (``<log name>.log``: a server's stdout and stderr, or
+#: the stderr of a command run to completion; ``<log name>.out``: that command's stdout). A declared log
+#: without one of these suffixes is its ``.log``.
+LOG_SUFFIXES = (".log", ".out")
+
+#: Lines a component writes only while the point runs, never because it is being stopped, whatever its
+#: system: the timed-section and verification-cost lines the work check reads (harness/work.py), printed by
+#: a driver before it exits. Each must lie within the log's recorded length at stop; a system adds its own
+#: (``before_stop`` in validity.yaml, e.g. a peer's commit lines).
+HARNESS_BEFORE_STOP = [
+    {"name": "timed_section", "regex": TIMED_SECTION.pattern,
+     "meaning": "the driver's timed-section line, printed when its measured section ended"},
+    {"name": "verify_cost", "regex": VERIFY_COST.pattern,
+     "meaning": "the driver's cost of one verification, printed beside its timed section"},
+]
+
 
 def _empty_rules() -> dict:
-    return {"log_patterns": [], "work": None, "evidence": {}, "sources": []}
+    return {"log_patterns": [], "work": None, "evidence": {}, "before_stop": [], "sources": []}
+
+
+def declared_log(entry: str) -> tuple[str, str]:
+    """A declared log (``evidence.<driver>.<build>.logs``): (its component, its file name). ``peer`` is
+    ``peer.log``; ``committerbench.out`` names that file of ``committerbench``."""
+    for suffix in LOG_SUFFIXES:
+        if entry.endswith(suffix):
+            return entry[:-len(suffix)], entry
+    return entry, entry + ".log"
 
 
 def load_rules(system: str, systems_dir: Path = SYSTEMS) -> dict:
@@ -151,12 +180,52 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS) -> dict:
             raise HarnessError(f"{path}: log_patterns[{i}] ({p['name']}): lines_per_mutation must be a number or "
                                f"{{by: <parameter>, values: {{<value>: n}}, else: n}}, not {per!r}")
         patterns[p["name"]] = p
+    markers = {m["name"]: m for m in base["before_stop"]}
+    for i, m in enumerate(doc.get("before_stop") or []):
+        missing = [k for k in ("name", "regex", "meaning") if not isinstance(m, dict) or k not in m]
+        if missing:
+            raise HarnessError(f"{path}: before_stop[{i}] lacks {', '.join(missing)}")
+        unknown = sorted(set(m) - {"name", "regex", "meaning", "components"})
+        if unknown:
+            raise HarnessError(f"{path}: before_stop[{i}] ({m['name']}): unknown key(s) {', '.join(unknown)}")
+        try:
+            re.compile(m["regex"].encode())
+        except re.error as e:
+            raise HarnessError(f"{path}: before_stop[{i}] ({m['name']}): regex does not compile: {e}") from None
+        markers[m["name"]] = m
     evidence = dict(base["evidence"])
     for driver, builds in (doc.get("evidence") or {}).items():
         evidence[driver] = {build: _evidence_declaration(path, driver, build, decl)
                             for build, decl in (builds or {}).items()}
-    return {"log_patterns": list(patterns.values()), "work": doc.get("work") or base["work"], "evidence": evidence,
+    work = doc.get("work") or base["work"]
+    if doc.get("work") is not None:
+        _check_work(path, doc["work"])
+    validating = sorted(f"{d}.{b}" for d, builds in evidence.items() for b, decl in builds.items()
+                        if decl.get("validators"))
+    if validating and not work:
+        raise HarnessError(f"{path}: evidence {', '.join(validating)} declares validating components, but the "
+                           "system declares no 'work' (verifies_per_tx, min_covered): every system with a "
+                           "validating component declares the work it owes and its margin")
+    return {"log_patterns": list(patterns.values()), "work": work, "evidence": evidence,
+            "before_stop": list(markers.values()),
             "sources": [*base["sources"], str(path.relative_to(Path(systems_dir).parent))]}
+
+
+def _check_work(path: Path, work) -> None:
+    """``work``: the verifications owed per transaction and the margin over them, both declared (none defaults:
+    a margin of x1.0 would pass a validator that spent just the owed CPU on anything)."""
+    if not isinstance(work, dict):
+        raise HarnessError(f"{path}: 'work' must be a mapping (verifies_per_tx, min_covered, why)")
+    per = work.get("verifies_per_tx")
+    if isinstance(per, bool) or not isinstance(per, int) or per <= 0:
+        raise HarnessError(f"{path}: work.verifies_per_tx must be a positive whole number, not {per!r}")
+    if "min_covered" not in work:
+        raise HarnessError(f"{path}: work declares no margin 'min_covered' (how many times the owed verifications' "
+                           "CPU the validator must spend, calibrated against the system's negative control); "
+                           "none defaults")
+    margin = work["min_covered"]
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or margin < 1:
+        raise HarnessError(f"{path}: work.min_covered must be a number of at least 1, not {margin!r}")
 
 
 def _evidence_declaration(path: Path, driver: str, build: str, decl) -> dict:
@@ -171,6 +240,10 @@ def _evidence_declaration(path: Path, driver: str, build: str, decl) -> dict:
     for key in ("validators", "ledgers", "logs", "tables"):
         if not isinstance(decl.get(key, []), list):
             raise HarnessError(f"{where}: '{key}' must be a list of names")
+    for entry in decl.get("logs") or []:
+        if not isinstance(entry, str) or "/" in entry or not declared_log(entry)[0]:
+            raise HarnessError(f"{where}: logs: {entry!r} is not a component's log (<component>, <component>.log "
+                               "or <component>.out)")
     if decl["codes"] in ("none", "not_applicable") and not decl.get("counts"):
         raise HarnessError(f"{where}: a driver without ledger codes must say what it counts ('counts')")
     if decl["codes"] == "ledger" and not decl.get("ledgers"):
@@ -217,7 +290,10 @@ def log_bytes_at_stop(point_dir: Path, host: str) -> dict[str, int]:
         df = pd.read_csv(Path(point_dir) / "raw" / host / "log_bytes_at_stop.csv", dtype={"log": str})
     except (OSError, ValueError):
         return {}
-    return {str(r.log): int(r.bytes) for r in df.itertuples()}
+    out: dict[str, int] = {}
+    for r in df.itertuples():  # a name listed twice (two files of one name in the work root): the longer hides less
+        out[str(r.log)] = max(int(r.bytes), out.get(str(r.log), 0))
+    return out
 
 
 def lines_per_mutation(pattern: dict, parameters: dict | None = None) -> int:
@@ -238,16 +314,47 @@ def _planned_lines(pattern: dict, mutations: pd.DataFrame | None, parameters: di
     return int((mutations["mutation"] == kind).sum()) * lines_per_mutation(pattern, parameters)
 
 
+def applies(pattern: dict, component: str) -> bool:
+    """Whether a pattern (or a ``before_stop`` line) is read in the logs of ``component`` (its filters)."""
+    return component in pattern.get("components", [component]) and component not in pattern.get("components_except", [])
+
+
+def stop_offset_problems(log: Path, data: bytes, cut: int, markers: list[tuple[dict, re.Pattern]]) -> list[str]:
+    """Why a log's recorded length when the stop began (``cut``) cannot be its own: beyond the log's end, or
+    before the end of a line its component wrote while the point ran (``markers``: compiled byte patterns of
+    ``before_stop`` lines). A length that hid such a line would hide every line after it from the patterns."""
+    where = f"logs/{log.parent.name}/{log.name}"
+    said = f"raw/{log.parent.name}/log_bytes_at_stop.csv says {log.name} held {cut} bytes when the stop began"
+    if cut > len(data):
+        return [f"{said}, but {where} holds {len(data)}: the log is shorter than it was at the stop"]
+    component = log.name.rsplit(".", 1)[0]
+    start = data.rfind(b"\n", 0, cut) + 1  # the line the recorded length falls in (or the one after it)
+    for marker, rx in markers:
+        if not applies(marker, component):
+            continue
+        late = next((m for m in rx.finditer(data, start) if m.end() > cut), None)
+        if late is not None:
+            line = data[data.rfind(b"\n", 0, late.start()) + 1:late.end()].decode("utf-8", errors="replace")[:200]
+            return [f"{said}, but its {marker['name']} line ({marker['meaning']}) ends at byte {late.end()}: the "
+                    f"recorded length is not the log's, and would hide what the log says before the stop "
+                    f"({where}: {line})"]
+    return []
+
+
 def scan_logs(point_dir: Path, patterns: list[dict], mutations: pd.DataFrame | None = None,
-              parameters: dict | None = None) -> tuple[dict, list[str]]:
+              parameters: dict | None = None, before_stop: list[dict] | None = None) -> tuple[dict, list[str]]:
     """Count every pattern's matching lines over the point's fetched logs: (counts, problems).
 
     Only what a log held when teardown began stopping its host's components counts: what a
     component writes because it, or a component it talks to, is being stopped (a peer that loses
     its chaincode's stream) says nothing about the run. A recorded length of 0 for a log that has
     content hides nothing but the lines of ``stop_effect`` patterns (those a stop itself causes):
-    such a log is read whole for every other pattern."""
+    such a log is read whole for every other pattern. A recorded length must be consistent with the
+    log (``stop_offset_problems``): not beyond its end, and past every line the component wrote while
+    the point ran (``HARNESS_BEFORE_STOP`` and the system's ``before_stop``); else the point fails."""
     compiled = [(p, re.compile(p["regex"], re.M)) for p in [*COMMON_PATTERNS, *patterns]]
+    markers = [(m, re.compile(m["regex"].encode(), re.M)) for m in [*HARNESS_BEFORE_STOP, *(before_stop or [])]]
+    offset_problems: list[str] = []
     counts = {p["name"]: 0 for p, _ in compiled}
     first: dict[str, str] = {}
     at_stop: dict[str, dict[str, int]] = {}
@@ -259,13 +366,15 @@ def scan_logs(point_dir: Path, patterns: list[dict], mutations: pd.DataFrame | N
             at_stop[host] = log_bytes_at_stop(point_dir, host)
         data = log.read_bytes()
         cut = at_stop[host].get(log.name)
+        if cut is not None:
+            offset_problems += stop_offset_problems(log, data, cut, markers)
         # A log empty when the stop began is read whole but for the lines a stop itself causes
         # (``stop_effect`` patterns): a recorded length of 0 must not hide what was there.
         text = (data[:cut] if cut else data).decode("utf-8", errors="replace")
         before_stop = cut is None or cut > 0
         component = log.name.rsplit(".", 1)[0]  # <process_name>.log / .out
         for p, rx in compiled:
-            if component not in p.get("components", [component]) or component in p.get("components_except", []):
+            if not applies(p, component):
                 continue
             if not before_stop and p.get("stop_effect"):
                 continue
@@ -274,7 +383,7 @@ def scan_logs(point_dir: Path, patterns: list[dict], mutations: pd.DataFrame | N
                 if p["name"] not in first:
                     line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end())][:300]
                     first[p["name"]] = f"{log.parent.name}/{log.name}: {line}"
-    problems = []
+    problems = offset_problems
     for p, _ in compiled:
         n, planned = counts[p["name"]], _planned_lines(p, mutations, parameters)
         if n > planned and p.get("unexpected", True):
@@ -307,14 +416,16 @@ def required_evidence(point_dir: Path, decl: dict, tables: dict[str, pd.DataFram
                                     f"(raw/{host}/blocks/{component}/<channel>/blockfile_*)")
                 elif not any(f.stat().st_size for f in files):
                     problems.append(f"the kept block files of {name} on host {host} are empty")
-    for component in decl.get("logs") or []:
-        for name, hosts in [(component, started[component])] if component in started else []:
-            for host in sorted(hosts):
-                logs = [f for f in (point_dir / "logs" / host).glob(f"{name}.*") if f.suffix in (".log", ".out")]
-                if not logs:
-                    problems.append(f"the log of {name} on host {host} is missing (logs/{host}/{name}.log)")
-                elif not any(f.stat().st_size for f in logs):
-                    problems.append(f"the log of {name} on host {host} is empty")
+    # Each declared log is one file (declared_log): another file of the component (its .out beside a deleted
+    # .log) stands in for nothing.
+    for entry in decl.get("logs") or []:
+        component, file = declared_log(entry)
+        for host in sorted(started.get(component, ())):
+            path = point_dir / "logs" / host / file
+            if not path.is_file():
+                problems.append(f"the log of {component} on host {host} is missing (logs/{host}/{file})")
+            elif not path.stat().st_size:
+                problems.append(f"the log of {component} on host {host} is empty (logs/{host}/{file})")
     for table in decl.get("tables") or []:
         if not len(tables.get(table, [])):
             problems.append(f"the point has no {table} rows (raw/<host>/{table}.csv missing or empty)")
@@ -438,7 +549,8 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
         problems.append(f"a negative control ({NEGATIVE_CONTROL}): its validator skipped the signature checks on "
                         "purpose, so its numbers are not evidence")
 
-    counts, log_problems = scan_logs(point_dir, rules["log_patterns"], mutations, point.get("parameters"))
+    counts, log_problems = scan_logs(point_dir, rules["log_patterns"], mutations, point.get("parameters"),
+                                     rules["before_stop"])
     section["log_counts"] = counts
     problems += log_problems
 

@@ -188,7 +188,7 @@ def test_rules_extend_their_base_and_refuse_bad_files(tmp_path):
     (tmp_path / "base" / "system.yaml").write_text("id: base\n")
     (tmp_path / "base" / "validity.yaml").write_text(
         "schema_version: 1\nlog_patterns:\n  - {name: a, regex: 'A', meaning: base}\n"
-        "work: {verifies_per_tx: 2}\nevidence:\n  d: {upstream: {codes: none, counts: blocks}}\n")
+        "work: {verifies_per_tx: 2, min_covered: 1.2}\nevidence:\n  d: {upstream: {codes: none, counts: blocks}}\n")
     (tmp_path / "child").mkdir()
     (tmp_path / "child" / "system.yaml").write_text("id: child\nextends: base\n")
     (tmp_path / "child" / "validity.yaml").write_text(
@@ -228,7 +228,7 @@ def test_rules_extend_their_base_and_refuse_bad_files(tmp_path):
             validity.load_rules("bad", tmp_path)
 
 
-WORK = {"verifies_per_tx": 2}
+WORK = {"verifies_per_tx": 2, "min_covered": 1.0}
 #: 2,000 transfers in blocks 1-20 of the ledger (and a set-up block 0 the driver did not time)
 TIMED = codes([(b, i, f"t{b}-{i}", "VALID") for b in range(1, 21) for i in range(100)] + [(0, 0, "setup", "VALID")])
 RATE = {"before_points": {"per_core_verifies_per_s": 20000}}
@@ -248,12 +248,12 @@ def test_work_check_fails_a_run_cheaper_than_its_signatures(tmp_path):
 
 def test_work_check_passes_when_the_cpu_covers_the_signatures_with_the_margin(tmp_path):
     write_log(tmp_path, "bench.out", timed_line(2000, 520_000_000))
-    primitives = {"before_points": {"per_core_verifies_per_s": 18000},
-                  "after_points": {"per_core_verifies_per_s": 20000}}
+    primitives = {"before_points": {"verifies_per_cpu_s": 20000, "per_core_verifies_per_s": 18000},
+                  "after_points": {"verifies_per_cpu_s": 40000}}
     result, problems = work.work_check(tmp_path, WORK, ["bench"], primitives, TIMED, list(range(1, 21)))
-    # the fastest measured rate bounds the cost from below
+    # the cost is the harness's, measured per CPU-second at the run's start (not the cheaper one after the points)
     assert problems == [] and result["status"] == "passed" and result["verify_us"] == 50.0
-    assert result["covered"] == pytest.approx(2.6)
+    assert result["covered"] == pytest.approx(2.6) and "the run's start" in result["cost_from"]
     # the same CPU fails a margin above it: the negative control's side of the threshold
     result, problems = work.work_check(tmp_path, {**WORK, "min_covered": 3.0}, ["bench"], primitives, TIMED,
                                            list(range(1, 21)))
@@ -271,7 +271,8 @@ def test_work_check_without_a_measurement_fails(tmp_path):
     result, problems = work.work_check(tmp_path, WORK, ["bench"], RATE, TIMED)
     assert result["status"] == "not measured" and "no timed-section line" in problems[0]
     write_log(tmp_path, "bench.out", timed_line(2000, 900_000_000))
-    for codes_, rate, why in ((TIMED, {}, "no measured ECDSA verification rate"),
+    for codes_, rate, why in ((TIMED, {}, "no ECDSA verification cost at this run's start"),
+                              (TIMED, {"after_points": {"verifies_per_cpu_s": 20000}}, "at this run's start"),
                               (None, RATE, "no ledger count")):
         result, problems = work.work_check(tmp_path, WORK, ["bench"], rate, codes_, list(range(1, 21)))
         assert result["status"] == "not measured" and len(problems) == 1 and why in problems[0], problems
@@ -323,7 +324,8 @@ def test_the_ledger_holding_most_transactions_is_the_evidence(tmp_path, monkeypa
 
 
 def test_a_system_without_rules_gets_every_key(tmp_path):
-    assert validity.load_rules("none", tmp_path) == {"log_patterns": [], "work": None, "evidence": {}, "sources": []}
+    assert validity.load_rules("none", tmp_path) == {"log_patterns": [], "work": None, "evidence": {},
+                                                     "before_stop": [], "sources": []}
 
 
 DECL = {"codes": "ledger", "validators": ["peer"], "ledgers": ["peer"], "logs": ["peer"], "tables": ["deliveries"]}
@@ -378,3 +380,155 @@ def test_a_verifier_that_disagrees_or_cannot_verify_fails(tmp_path):
     section, problems = ledger.verify(lg, broken, None, "p")
     assert section["status"] == "failed" and "could not check the ledger localhost/peer/ch" in problems[0]
     assert ledger.verify(lg, tmp_path / "missing", None, "p")[1][0].endswith("(invoke build)")
+
+
+# ---- issue 45: no check disabled by its own input
+
+COMMIT = "Channel [ch]: Committed block [{}] with 100 transaction(s)\n"
+COMMITTED = [{"name": "committed_block", "regex": r"Committed block \[\d+\] with \d+ transaction",
+              "meaning": "the peer committed a block", "components": ["peer"]}]
+
+
+def stop_offsets(point_dir, **sizes):
+    (point_dir / "raw" / "localhost").mkdir(parents=True, exist_ok=True)
+    (point_dir / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text(
+        "log,bytes\n" + "".join(f"{name.replace('_', '.')},{n}\n" for name, n in sizes.items()))
+
+
+def test_a_stop_offset_must_be_consistent_with_the_log(tmp_path):
+    """log_bytes_at_stop.csv may hide what a stop causes, not the run: a recorded length before a line the
+    component wrote while the point ran (a commit, the timed section) or beyond the log's end fails."""
+    before = COMMIT.format(1) + COMMIT.format(2)
+    write_log(tmp_path, "peer.log", before + "panic: boom\n")
+    stop_offsets(tmp_path, peer_log=len(before))   # consistent: the panic came with the stop, and is not counted
+    counts, problems = validity.scan_logs(tmp_path, PATTERNS, before_stop=COMMITTED)
+    assert problems == [] and counts["go_panic"] == 0
+    stop_offsets(tmp_path, peer_log=1)             # forged: it would hide the panic with the commits
+    counts, problems = validity.scan_logs(tmp_path, PATTERNS, before_stop=COMMITTED)
+    assert len(problems) == 1 and "says peer.log held 1 bytes when the stop began" in problems[0], problems
+    assert "committed_block line" in problems[0] and "ends at byte 54" in problems[0]
+    # without the system's line the harness knows none in this log: the forged length hides the panic (why the
+    # systems declare their commit lines)
+    assert validity.scan_logs(tmp_path, PATTERNS)[1] == []
+    stop_offsets(tmp_path, peer_log=len(before) + 100)   # longer than the log: cut after the run
+    problems = validity.scan_logs(tmp_path, PATTERNS, before_stop=COMMITTED)[1]
+    assert len(problems) == 2 and "the log is shorter than it was at the stop" in problems[0], problems
+    assert "go_panic" in problems[1]                      # and the whole log is read
+    # the harness's own lines count for every system: a timed section past the recorded length
+    bench = tmp_path / "bench"
+    write_log(bench, "bench.log", "x\n" + timed_line(2000, 1))
+    stop_offsets(bench, bench_log=2)
+    problems = validity.scan_logs(bench, [])[1]
+    assert len(problems) == 1 and "timed_section line" in problems[0] and "bench.log" in problems[0]
+    # a line the system declares for another component is no evidence about this log
+    orderer = tmp_path / "orderer"
+    write_log(orderer, "orderer.log", COMMIT.format(3))
+    stop_offsets(orderer, orderer_log=0)
+    assert validity.scan_logs(orderer, [], before_stop=COMMITTED)[1] == []
+
+
+def test_a_declared_log_is_each_file_not_any_file_of_the_component(tmp_path):
+    decl = {"codes": "none", "counts": "x", "logs": ["peer", "bench.out"]}
+    started(tmp_path, "peer", "bench")
+    write_log(tmp_path, "peer.out", "stdout\n")     # the .out is there, the peer's log (its error lines) is not
+    write_log(tmp_path, "bench.out", "timed\n")
+    problems = validity.required_evidence(tmp_path, decl, {})
+    assert problems == ["the log of peer on host localhost is missing (logs/localhost/peer.log)"]
+    write_log(tmp_path, "peer.log", "")
+    assert validity.required_evidence(tmp_path, decl, {}) == [
+        "the log of peer on host localhost is empty (logs/localhost/peer.log)"]
+    write_log(tmp_path, "peer.log", "started\n")
+    (tmp_path / "logs" / "localhost" / "bench.out").unlink()
+    write_log(tmp_path, "bench.log", "stderr\n")     # a .log does not stand in for a declared .out either
+    assert validity.required_evidence(tmp_path, decl, {}) == [
+        "the log of bench on host localhost is missing (logs/localhost/bench.out)"]
+    assert validity.declared_log("peer") == ("peer", "peer.log")
+    assert validity.declared_log("committerbench.out") == ("committerbench", "committerbench.out")
+
+
+def cost_line(before_ns, after_ns):
+    return f"fabricrepro verify_cost verifies 200 before_cpu_ns_per_verify {before_ns} after_cpu_ns_per_verify {after_ns}\n"
+
+
+def test_a_validators_cost_line_only_confirms_the_harness_cost(tmp_path):
+    """The cost of one verification is the harness's, measured at the run's start (50 us here); a validator's
+    line must lie within x3 of it, and may raise the cost but never lower it."""
+    primitives = {"before_points": {"verifies_per_cpu_s": 20000}}
+    blocks = list(range(1, 21))
+    # 0.1 CPU-s for 2,000 transfers: a quarter of the 0.2 CPU-s owed at 50 us
+    write_log(tmp_path, "bench.out", timed_line(2000, 100_000_000) + cost_line(1000, 1000))
+    result, problems = work.work_check(tmp_path, WORK, ["bench"], primitives, TIMED, blocks)
+    assert result["status"] == "failed" and len(problems) == 1, problems
+    assert "verify_cost line says 1.00 us per verification" in problems[0] and "50.00 us" in problems[0]
+    assert "more than x3 apart" in problems[0]
+    # before issue 45 the line alone set the cost: 2,000 x 2 x 1 us = 4 ms, covered x25 (the attack)
+    write_log(tmp_path, "bench.out", timed_line(2000, 100_000_000) + cost_line(20_000, 30_000))
+    result, problems = work.work_check(tmp_path, WORK, ["bench"], primitives, TIMED, blocks)
+    # within x3 but cheaper: the harness's 50 us stands, and 0.1 CPU-s covers half the owed
+    assert result["verify_us"] == 50.0 and result["validator_verify_us"] == [20.0, 30.0]
+    assert result["status"] == "failed" and result["covered"] == 0.5
+    # dearer within x3 (the validator's build verifies slower): its cheaper line raises the cost
+    write_log(tmp_path, "bench.out", timed_line(2000, 1_000_000_000) + cost_line(80_000, 120_000))
+    result, problems = work.work_check(tmp_path, WORK, ["bench"], primitives, TIMED, blocks)
+    assert problems == [] and result["verify_us"] == 80.0 and "validator's verify_cost" in result["cost_from"]
+    write_log(tmp_path, "bench.out", timed_line(2000, 1_000_000_000) + cost_line(80_000, 200_000))
+    assert "200.00 us per verification" in work.work_check(tmp_path, WORK, ["bench"], primitives, TIMED, blocks)[1][0]
+
+
+def test_no_margin_defaults(tmp_path):
+    """Every system with a validating component declares its margin (``work.min_covered``): a rule without one
+    is refused by the loader ``invoke validate`` uses, and the work check never assumes x1.0."""
+    import subprocess
+    import sys
+    from harness.validate import validate_file
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "system.yaml").write_text("id: toy\n")
+    path = tmp_path / "toy" / "validity.yaml"
+    evidence = "evidence:\n  d: {upstream: {codes: ledger, validators: [peer], ledgers: [peer]}}\n"
+    path.write_text("schema_version: 1\nwork: {verifies_per_tx: 2, why: w}\n" + evidence)
+    (error,) = validate_file(path)
+    assert "work declares no margin 'min_covered'" in error and "none defaults" in error
+    proc = subprocess.run([sys.executable, "-m", "invoke", "validate", str(path)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1 and "work declares no margin 'min_covered'" in proc.stdout, proc.stdout + proc.stderr
+    path.write_text("schema_version: 1\n" + evidence)  # a validator, and no work at all
+    assert "declares validating components, but the system declares no 'work'" in validate_file(path)[0]
+    path.write_text("schema_version: 1\nwork: {verifies_per_tx: 2, min_covered: 0.5}\n" + evidence)
+    assert "work.min_covered must be a number of at least 1" in validate_file(path)[0]
+    path.write_text("schema_version: 1\nwork: {verifies_per_tx: 2, min_covered: 1.2}\n" + evidence)
+    assert validate_file(path) == []    # positive control
+    write_log(tmp_path, "bench.out", timed_line(2000, 900_000_000))
+    result, problems = work.work_check(tmp_path, {"verifies_per_tx": 2}, ["bench"], RATE, TIMED, list(range(1, 21)))
+    assert result["status"] == "not measured" and "declares no margin min_covered" in problems[0]
+
+
+def test_the_verifier_cache_is_keyed_on_the_files_content_and_the_verifier(tmp_path):
+    """A stored verifier result is reused only for block files of the same content checked by the same
+    verifier: a file changed with its size and time restored, or another bin/txverify, verify anew. TEST
+    DOUBLES of bin/txverify that count their runs."""
+    import os
+    blockfile = tmp_path / "blockfile_000000"
+    blockfile.write_bytes(b"\x00" * 64)
+    lg = ledger.Ledger("localhost", "peer", "ch", [blockfile], LEDGER)
+    runs = tmp_path / "runs"
+
+    def txverify(name, code):
+        f = tmp_path / name
+        f.write_text(f"#!/bin/sh\necho run >> {runs}\necho block_number,tx_index,tx_id,recorded_code,derived_code\n"
+                     f"echo 5,0,a,VALID,{code}\n"
+                     f'echo \'{{"txs": 6, "checked": 1, "agree": 1, "disagree": 0}}\' >&2\n')
+        f.chmod(0o755)
+        return f
+
+    agrees, other = txverify("txverify", "VALID"), txverify("txverify-rebuilt", "BAD_CREATOR_SIGNATURE")
+    cache = tmp_path / "verifier.json"
+    assert ledger.verify(lg, agrees, None, "p", cache)[0]["status"] == "agreed"
+    assert ledger.verify(lg, agrees, None, "p", cache)[0]["status"] == "agreed"
+    assert len(runs.read_text().splitlines()) == 1          # the second was the stored result
+    stat = blockfile.stat()
+    blockfile.write_bytes(b"\x00" * 63 + b"\x0b")          # a code flipped, size and time restored
+    os.utime(blockfile, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    ledger.verify(lg, agrees, None, "p", cache)
+    assert len(runs.read_text().splitlines()) == 2
+    section, problems = ledger.verify(lg, other, None, "p", cache)   # another verifier, the same files
+    assert len(runs.read_text().splitlines()) == 3 and section["status"] == "failed" and problems

@@ -359,7 +359,7 @@ def test_every_system_has_a_file():
 def test_format(path: Path):
     doc = load(path)
     assert doc.get("schema_version") == 1
-    assert set(doc) <= {"schema_version", "log_patterns", "work", "evidence"}, set(doc)
+    assert set(doc) <= {"schema_version", "log_patterns", "before_stop", "work", "evidence"}, set(doc)
     names = [p["name"] for p in doc["log_patterns"]]
     assert len(names) == len(set(names)), "duplicate pattern names"
     for p in doc["log_patterns"]:
@@ -378,12 +378,18 @@ def test_format(path: Path):
                 assert isinstance(p[key], list) and all(isinstance(c, str) for c in p[key])
     if "work" in doc:
         w = doc["work"]
-        assert {"verifies_per_tx", "why"} <= set(w) <= {"verifies_per_tx", "why", "min_covered"}, set(w)
+        # the margin is declared, never defaulted (docs/validity.md, "Work")
+        assert {"verifies_per_tx", "why", "min_covered"} == set(w), set(w)
         assert isinstance(w["verifies_per_tx"], int) and w["verifies_per_tx"] > 0
+        assert isinstance(w["min_covered"], (int, float)) and w["min_covered"] >= 1
+    for m in doc.get("before_stop") or []:
+        assert {"name", "regex", "meaning"} <= set(m) <= {"name", "regex", "meaning", "components"}, set(m)
+        assert all(role_dir(c) is not None for c in m.get("components", [])), m
     for driver, builds in (doc.get("evidence") or {}).items():
         for build, decl in builds.items():
             for key in ("validators", "ledgers", "logs"):
                 for c in decl.get(key, []):
+                    c = validity.declared_log(c)[0] if key == "logs" else c
                     assert role_dir(c) is not None, f"evidence.{driver}.{build}.{key}: no role {c}"
 
 
@@ -426,6 +432,15 @@ def test_no_pattern_matches_a_healthy_line(path: Path):
         rx = re.compile(p["regex"])
         for line in lines:
             assert not rx.search(line), f"{system}/{name} matches the healthy line {line!r}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+def test_each_line_written_before_the_stop_matches_a_healthy_line(path: Path):
+    """A ``before_stop`` line is a healthy one (a commit): it must match a healthy line of its system, so that
+    a log's recorded length at stop is held against lines a healthy run prints."""
+    system = path.parent.name
+    for m in load(path).get("before_stop") or []:
+        assert any(re.search(m["regex"], line) for line in healthy(system)), f"{system}/{m['name']}"
 
 
 def test_classes_stay_apart():
