@@ -60,14 +60,18 @@ def test_runs_of_an_unknown_paper_fail_naming_the_known_ones():
         in out.stderr
 
 
-def test_aws_without_ami_id_names_the_flag_not_the_credentials(tmp_path):
+def test_aws_names_all_it_lacks_before_anything_runs(tmp_path):
+    """No --ami-id is needed (each region's Ubuntu 24.04 LTS is looked up); what is missing is named at once,
+    before any experiment is planned or any Terraform call."""
     env = {k: "" for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE")}
-    env.update(AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"), AWS_CONFIG_FILE=str(tmp_path / "none"))
+    env.update(AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"), AWS_CONFIG_FILE=str(tmp_path / "none"),
+               HOME=str(tmp_path))
     out = invoke("reproduce", "--paper", "fastfabric", "--provider", "aws", "--operator-cidr", "203.0.113.7/32",
                  env=env)
     assert out.returncode == 1
-    assert "--provider aws needs an AMI id" in out.stderr and "pass --ami-id ami-..." in out.stderr
-    assert "credentials" not in out.stderr
+    assert "error: --provider aws needs SSH private key" in out.stderr and "AWS credentials" in out.stderr
+    assert "nothing was created" in out.stderr and "--operator-cidr (" not in out.stderr
+    assert "AMI" not in out.stderr and "Traceback" not in out.stderr
 
 
 def test_resume_needs_no_paper_on_the_command_line():
