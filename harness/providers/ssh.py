@@ -294,9 +294,10 @@ class SshProvider(SshLinks, Provider):
             pending = list(failed)
             time.sleep(5)
         if failed:
-            changed = [h for h, why in failed.items() if any(s in why for s in _HOST_KEY_CHANGED)]
-            for h in changed:
-                failed[h] = (f"its host key is not the one recorded in {self.known_hosts} (ssh: REMOTE HOST "
+            changed = {h: self._recorded_in(why) for h, why in failed.items()
+                       if any(s in why for s in _HOST_KEY_CHANGED)}
+            for h, (path, line) in changed.items():
+                failed[h] = (f"its host key is not the one recorded in {path}{line} (ssh: REMOTE HOST "
                              "IDENTIFICATION HAS CHANGED, Host key verification failed)")
             detail = "; ".join(f"{self._describe_host(h)}: {why}" for h, why in failed.items())
             hint = ("check the address, ansible_user and ansible_ssh_private_key_file of the host, and that sshd "
@@ -304,12 +305,19 @@ class SshProvider(SshLinks, Provider):
             if changed:
                 hint = ("a server reinstalled or replaced has a new key; if you know why it changed, remove the old "
                         "one and run again (its new key is then recorded): "
-                        + "; ".join(f"ssh-keygen -f {self.known_hosts} -R "
-                                    f"{self.user_vars.get(h, {}).get('ansible_host', h)}" for h in changed)
+                        + "; ".join(f"ssh-keygen -f {path} -R "
+                                    f"{self.user_vars.get(h, {}).get('ansible_host', h)}"
+                                    for h, (path, _) in changed.items())
                         + ". Otherwise do not: the address may not be your server")
             raise HarnessError(f"{len(failed)} host(s) of inventory {self.inventory_path} not reachable by SSH: "
                                f"{detail}", hint=hint,
                                log=str(self.provider_dir / "checks" / f"{self._checks}" / "ansible.log"))
+
+    def _recorded_in(self, why: str) -> tuple[str, str]:
+        """The known_hosts file (and ``:line``) whose key for a host ssh refused: ssh names it ("Offending ED25519
+        key in /root/.ssh/known_hosts:3"); the harness's own file where it does not."""
+        m = re.search(r"Offending \S+ key in (\S+?):(\d+)", why)
+        return (m.group(1), f", line {m.group(2)}") if m else (str(self.known_hosts), "")
 
     def _probe(self, hosts: list[str], command: str, timeout_s: float) -> dict[str, str]:
         self._checks += 1

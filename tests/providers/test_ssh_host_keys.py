@@ -93,3 +93,15 @@ def test_a_changed_key_is_named_with_how_to_accept_it(tmp_path, monkeypatch):
     assert f"peer-0 (203.0.113.5, role peer): its host key is not the one recorded in {tmp_path / 'keys'}" \
         in str(e.value)
     assert f"ssh-keygen -f {tmp_path / 'keys'} -R 203.0.113.5" in e.value.hint
+
+
+def test_a_changed_key_recorded_in_the_users_own_file_names_that_file(tmp_path, monkeypatch):
+    p = provider(tmp_path, {}, known_hosts=tmp_path / "keys")
+    p.run_dir, p.known_hosts = tmp_path / "run", tmp_path / "keys"
+    monkeypatch.setattr(p, "_probe", lambda hosts, command, timeout_s: {"peer-0": (
+        "Failed to connect to the host via ssh: @@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@ ... "
+        "Offending ED25519 key in /home/you/.ssh/known_hosts:3 Host key verification failed.")})
+    with pytest.raises(HarnessError) as e:
+        p._check_reachable()
+    assert "its host key is not the one recorded in /home/you/.ssh/known_hosts, line 3" in str(e.value)
+    assert "ssh-keygen -f /home/you/.ssh/known_hosts -R 203.0.113.5" in e.value.hint
