@@ -487,3 +487,14 @@ def test_geo_system_variables_name_the_regions_as_the_provider_does():
     from harness.providers import aws_plan
     values = system_variables("bftsmart-orderer", "bftsmart-geo")
     assert aws_plan.role_regions(values["roles"]) == values["role_regions"]
+
+
+def test_instances_install_what_the_roles_need_at_first_boot():
+    """cloud-init installs a Java runtime (the kafka and zookeeper roles fail without one) and node-exporter."""
+    doc = parse_dir(TF_ROOT / "modules" / "cluster")
+    inst = {k: v for b in doc["resource"] for k, v in b.items()}["aws_instance"]["host"]
+    assert "var.packages" in str(inst["user_data"]) and "#cloud-config" in str(inst["user_data"])
+    packages = blocks(doc, "variable")["packages"]["default"]
+    assert any(re.fullmatch(r"openjdk-\d+-jre-headless", p) for p in packages) and "prometheus-node-exporter" in packages
+    kafka = yaml.safe_load((REPO / "playbooks" / "roles" / "kafka" / "defaults" / "main.yml").read_text())
+    assert kafka["kafka_java"] == "java"   # on PATH, as the package puts it

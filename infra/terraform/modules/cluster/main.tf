@@ -29,6 +29,11 @@ resource "aws_instance" "host" {
     volume_type = var.root_volume_type
   }
 
+  # What the roles run on the hosts beyond the commands they copy: a Java
+  # runtime (Kafka, ZooKeeper, BFT-SMaRt) and node-exporter, installed by
+  # cloud-init at first boot; the preflight waits for cloud-init to finish.
+  user_data = "#cloud-config\n${yamlencode({ package_update = true, packages = var.packages })}"
+
   tags = merge(var.tags, {
     Name  = "${var.name}-${each.key}"
     Role  = each.value.role

@@ -45,6 +45,12 @@ variable "placement_strategy" {
   }
 }
 
+variable "packages" {
+  description = "Debian packages cloud-init installs at first boot: the Java runtime the harness is tested with (17: Kafka, ZooKeeper and BFT-SMaRt run on it) and prometheus-node-exporter (whose service the ssh provider then reuses)."
+  type        = list(string)
+  default     = ["openjdk-17-jre-headless", "prometheus-node-exporter"]
+}
+
 variable "root_volume_gb" {
   description = "Root volume size in GiB (Go toolchains, sources, ledgers, Kafka logs)."
   type        = number
