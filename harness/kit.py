@@ -12,6 +12,12 @@ provider (harness/kit_run.py) and writes ``run.tar.gz``; here ``invoke ingest``
 (``ingest``) stores that run, converts and analyses every point with the same
 code as a local run, validity checks included.
 
+The kit's plan is also kept at home when the kit is built (``KIT_PLANS/<kit
+id>.json``): the archive's manifest and ``resolved.yaml`` are written by the
+target and cannot say what is missing, so ``ingest`` holds the run against the
+plan kept here, and stores a run that lacks a planned point (a control point
+too), or whose plan is not the kit's, as ``incomplete``, naming them.
+
 A kit refuses what it cannot carry, naming it: a component that needs a tool
 the target may not have (e.g. ``java``, a role's ``meta/preflight.yml``
 ``tools``), a binary that is dynamically linked (its ELF program headers), an
@@ -58,6 +64,10 @@ KIT_FORMAT = "fabricrepro-kit"
 RUN_FORMAT = "fabricrepro-kit-run"
 #: Where kits are built and their inputs cached: static binaries, static upstream builds, wheelhouses.
 KIT_BUILD = REPO_ROOT / "build" / "kit"
+#: Where each kit's plan is kept when it is built (``<kit id>.json``), for ``ingest`` to hold its run against.
+KIT_PLANS = KIT_BUILD / "plans"
+#: What a kit's plan kept at home says it is (its ``format``).
+PLAN_FORMAT = "fabricrepro-kit-plan"
 #: The largest kit ``invoke kit`` writes by default (the device machine takes 64 MiB in all).
 MAX_BYTES = 48 * 2**20
 #: Tools a kit's target has without the kit (a Linux host with Python): a role needing another is refused.
@@ -300,11 +310,39 @@ exec "$here/venv/bin/python" -s -m harness.kit_run "$@"
 """
 
 
+def keep_plan(kit_id: str, paper: str, experiment: str, resolved: dict, plans: Path | None = None) -> Path:
+    """Keep a kit's plan at home (``plans``, default ``KIT_PLANS``): the points its run must hold, controls
+    included (``resolved``, as the run's ``resolved.yaml``). Returns the file."""
+    path = Path(plans or KIT_PLANS) / f"{kit_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"format": PLAN_FORMAT, "schema_version": SCHEMA_VERSION, "kit_id": kit_id, "paper": paper,
+                      "experiment": experiment, "kept_utc": iso(utc_now()), "resolved": plain(resolved)})
+    return path
+
+
+def plain(doc):
+    """``doc`` as JSON holds it (the kit's plan.json and its plan kept at home): two plans compare equal this
+    way whichever file they were read from (a run's resolved.yaml too)."""
+    return json.loads(json.dumps(doc, default=str, sort_keys=True))
+
+
+def kept_plan(kit_id: str, plans: Path | None = None) -> dict | None:
+    """The plan of kit ``kit_id`` kept at home, None when it is not here."""
+    path = Path(plans or KIT_PLANS) / f"{kit_id}.json"
+    if "/" in kit_id or not path.is_file():
+        return None
+    doc = read_json(path)
+    if doc.get("format") != PLAN_FORMAT or doc.get("kit_id") != kit_id:
+        raise HarnessError(f"{path}: not the kept plan of kit {kit_id}")
+    return doc
+
+
 def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smoke", build: str = "auto",
               overrides: dict | None = None, repeat: int | None = None, variants: list[str] | None = None,
               controls: bool = True, python: str | None = None, max_bytes: int = MAX_BYTES,
-              preset: int = 9, source: str = "auto", log=print) -> dict:
+              preset: int = 9, source: str = "auto", plans: Path | None = None, log=print) -> dict:
     """Build the kit of one experiment into ``out`` (a ``.tar.xz``) and return its manifest (``kit.json``).
+    Its plan is kept at home in ``plans`` (default ``KIT_PLANS``; ``keep_plan``).
 
     The plan is ``invoke reproduce``'s for the same options (``reproduce.plan_experiments``), on the
     local provider. ``python`` is the target's Python (MAJOR.MINOR; default this one's). Refuses,
@@ -320,9 +358,9 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
     reason = skip_reason(experiment, None, "local")
     if reason:
         raise HarnessError(f"kit: {experiment_id} cannot run on a kit's single host: {reason}")
-    kinds, plans = plan_experiments(paper, [experiment], scale, build, source, None, variants, overrides,
-                                    repeat, controls)
-    plan, (kind, fallback) = plans[experiment_id], kinds[experiment_id]
+    kinds, by_experiment = plan_experiments(paper, [experiment], scale, build, source, None, variants, overrides,
+                                            repeat, controls)
+    plan, (kind, fallback) = by_experiment[experiment_id], kinds[experiment_id]
     if any("network_latency_ms" in p.parameters for p in plan.points):
         raise HarnessError(f"kit: {experiment_id} sweeps network_latency_ms, which needs hosts apart (netns, ssh)")
     choice = build_choice(experiment, plan, kind, fallback, source, None, io.StringIO())
@@ -434,6 +472,7 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
         raise HarnessError(f"kit: {size / 2**20:.1f} MiB, more than the {max_bytes / 2**20:.0f} MiB allowed "
                            f"({experiment_id}, {choice.kind} build); nothing written")
     os.replace(tmp, out)
+    manifest["plan_kept"] = str(keep_plan(manifest["kit_id"], paper_id, experiment_id, plan.resolved, plans))
     manifest["bytes"] = size
     manifest["pack_s"] = round(time.monotonic() - started, 1)
     log(f"kit: {out} ({size / 2**20:.1f} MiB, {len(plan.points)} points, {choice.kind} build, "
@@ -459,14 +498,16 @@ def _safe_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
     return members
 
 
-def ingest(archive: Path, results: Path | None = None, log=print) -> Run:
+def ingest(archive: Path, results: Path | None = None, log=print, plans: Path | None = None) -> Run:
     """Store a kit's ``run.tar.gz`` in the run store and analyse it as a local run is analysed.
 
     The archive must be a kit's run (``kit-run.json``), whole (every file's sha256 as the target wrote
     it) and not stored yet; otherwise nothing is stored and the error says why. Every measured point is
     converted and analysed (``runner.analyze_point``), then the run (``analyze.analyze_run``);
     ``metadata.json`` keeps the host it was measured on and says where it came from (``ingested``).
-    The archive is left as it is.
+    The run is held against the kit's plan kept at home (``plans``, default ``KIT_PLANS``), not against
+    the target's manifest: a run missing a point of that plan, or without a plan kept here, is stored
+    ``incomplete``, naming what is missing (``account_for_plan``). The archive is left as it is.
     """
     from .reproduce import RESULTS
     results = Path(results or RESULTS)
@@ -513,6 +554,7 @@ def ingest(archive: Path, results: Path | None = None, log=print) -> Run:
     run.metadata["ingested"] = {"utc": iso(utc_now()), "archive": archive.name, "archive_sha256": sha256_file(archive),
                                 "measured_at": manifest["run_path"], "kit_id": manifest["kit_id"],
                                 "on": socket.gethostname()}
+    account_for_plan(run, manifest, plans)
     run.save()
     for point_dir in sorted((dest / "points").iterdir()):
         if (point_dir / "measurement.json").is_file():
@@ -520,8 +562,43 @@ def ingest(archive: Path, results: Path | None = None, log=print) -> Run:
             analyze_point(point_dir)
     analyze_run(run)
     log(f"ingested {archive} -> {dest} (measured on {run.metadata['host'].get('hostname')}, "
-        f"status {run.metadata['status']})")
+        f"status {run.metadata['status']}" + (f": {run.metadata['reason']}" if run.metadata.get("reason") else "")
+        + ")")
     return run
+
+
+def account_for_plan(run: Run, manifest: dict, plans: Path | None = None) -> list[str]:
+    """Hold an ingested run against its kit's plan kept at home: every point of it, controls included, must be
+    in the run (``points/<point>/point.json``), and the run's ``resolved.yaml`` must be that plan. Otherwise
+    the run is ``incomplete`` (a failed or interrupted run keeps its status) with a reason naming what is
+    missing; recorded in ``metadata.json`` ``ingested.plan``. Returns the problems."""
+    kit_id = str(manifest.get("kit_id"))
+    home = kept_plan(kit_id, plans)
+    where = str(Path(plans or KIT_PLANS) / f"{kit_id}.json")
+    problems, missing = [], []
+    if home is None:
+        problems.append(f"no plan of kit {kit_id} is kept here ({where}; `invoke kit` keeps it where the kit is "
+                        "built): nothing says which points the run must hold")
+    else:
+        if (home["paper"], home["experiment"]) != (manifest.get("paper"), manifest.get("experiment")):
+            problems.append(f"kit {kit_id} was built for {home['paper']}/{home['experiment']}, the run is of "
+                            f"{manifest.get('paper')}/{manifest.get('experiment')}")
+        planned = [str(p) for p in home["resolved"].get("points") or []]
+        missing = [p for p in planned if not (run.path / "points" / p / "point.json").is_file()]
+        if missing:
+            problems.append(f"{len(missing)} of the {len(planned)} point(s) of the kit's plan are not in the run: "
+                            + ", ".join(f"{p} (control)" if p.startswith("control__") else p for p in missing))
+        if plain(run.stored("resolved")) != plain(home["resolved"]):
+            problems.append("the run's resolved.yaml is not the kit's plan kept at home")
+    run.metadata["ingested"]["plan"] = {"kept": where if home is not None else None, "missing_points": missing,
+                                        "problems": problems}
+    if problems:
+        reason = "; ".join(problems)
+        if run.metadata.get("status") in ("complete", "running", "incomplete"):
+            run.metadata.update(status="incomplete", reason=reason)
+        else:
+            run.metadata["reason"] = f"{run.metadata.get('reason') or run.metadata.get('status')}; incomplete: {reason}"
+    return problems
 
 
 def _check_files(run_dir: Path, files: dict[str, str]) -> list[str]:

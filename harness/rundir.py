@@ -32,7 +32,9 @@ import yaml
 from . import REPO_ROOT, SCHEMA_VERSION, cpus
 from .errors import HarnessError, Interrupted
 
-STATUSES = ("running", "complete", "failed", "interrupted")
+#: A run's status (``metadata.json``). ``incomplete``: a run whose plan's points are not all there (a kit's run
+#: ingested without some of the points its plan, kept at home, holds: harness/kit.py).
+STATUSES = ("running", "complete", "failed", "interrupted", "incomplete")
 #: ``points/<point>/attempts/<n>/``: what each earlier attempt of a resumed or retried point left.
 ATTEMPTS = "attempts"
 
@@ -241,6 +243,15 @@ class Run:
         """A stored YAML input of the run (``experiment`` or ``resolved``)."""
         return yaml.safe_load((self.path / f"{name}.yaml").read_text(encoding="utf-8"))
 
+    def planned_points(self) -> list[str]:
+        """The points of the run's plan, controls included, as ``resolved.yaml`` lists them."""
+        return [str(p) for p in self.stored("resolved").get("points") or []]
+
+    def missing_points(self) -> list[str]:
+        """The points of the run's plan that the run does not hold (no ``points/<point>/point.json``): a run
+        missing one is not complete, whatever its metadata says (a point folder deleted since)."""
+        return [p for p in self.planned_points() if not (self.path / "points" / p / "point.json").is_file()]
+
     def point_dir(self, point_id: str) -> Path:
         """``points/<point>/``, created on first use."""
         path = self.path / "points" / point_id
@@ -342,27 +353,38 @@ def list_runs(results: Path, paper: str | None = None) -> list[dict]:
         except (HarnessError, json.JSONDecodeError) as e:
             rows.append({"path": str(meta_path.parent), "status": "unreadable", "reason": str(e)})
             continue
-        status = meta["status"]
+        status, reason = meta["status"], meta.get("reason")
         if status == "running" and not _pid_alive(meta.get("harness_pid")):
             status = "abandoned"
         points = sorted((meta_path.parent / "points").glob("*/summary.json"))
         total = len(yaml.safe_load((meta_path.parent / "resolved.yaml").read_text()).get("points") or [])
         done = sum(1 for p in points if json.loads(p.read_text()).get("status") == "complete")
+        missing = Run(meta_path.parent, meta).missing_points() if status == "complete" else []
+        if missing:
+            status, reason = "incomplete", missing_reason(missing)
         rows.append({"path": str(meta_path.parent), "paper": meta["paper"], "experiment": meta["experiment"],
-                     "run_id": meta["run_id"], "status": status, "reason": meta.get("reason"),
+                     "run_id": meta["run_id"], "status": status, "reason": reason,
                      "scale": meta.get("scale"), "started_utc": meta["started_utc"],
                      "points_done": done, "points_total": total})
     return sorted(rows, key=lambda r: (r.get("started_utc") or "", r["path"]))
 
 
+def missing_reason(missing: list[str]) -> str:
+    """Why a run missing points of its plan is not complete, naming them."""
+    return (f"{len(missing)} planned point(s) missing (resolved.yaml lists them, points/ does not hold them): "
+            + ", ".join(missing))
+
+
 def latest_complete_run(results: Path, paper: str, experiment: str, build: str) -> Run | None:
-    """The newest complete run of an experiment made with ``build`` (upstream or reference), if any."""
+    """The newest complete run of an experiment made with ``build`` (upstream or reference), if any: one
+    holding every point of its plan."""
     found = None
     for meta_path in sorted(Path(results).glob(f"{paper}/{experiment}/*/metadata.json")):
         if meta_path.parent.is_symlink():
             continue
         meta = read_json(meta_path)
-        if meta.get("status") == "complete" and (meta.get("build") or {}).get("kind") == build:
+        if meta.get("status") == "complete" and (meta.get("build") or {}).get("kind") == build \
+                and not Run(meta_path.parent, meta).missing_points():
             if found is None or meta["started_utc"] >= found[0]:
                 found = (meta["started_utc"], meta_path.parent)
     return Run.open(found[1]) if found else None
@@ -484,7 +506,8 @@ def _since(value: str) -> str:
 def select_runs(results: Path, paper: str, experiment: str, *, named: list[Path] | None = None,
                 since: str | None = None, build_kind: str | None = None) -> Selection | None:
     """The runs of an experiment to show: every complete run of the newest complete run's configuration
-    (``configuration``), pooled. Failed, interrupted, still running, abandoned and ``--variant``-restricted
+    (``configuration``), pooled. Failed, interrupted, incomplete (a point of its plan missing: ``missing_points``),
+    still running, abandoned and ``--variant``-restricted
     runs and complete runs of other configurations are listed, never shown instead of a complete run; with
     no complete run the newest run is shown alone. ``named`` (run directories) or ``since`` (a UTC date or
     time) restrict the runs considered; ``build_kind`` keeps only runs of that build. None without runs.
@@ -510,11 +533,13 @@ def select_runs(results: Path, paper: str, experiment: str, *, named: list[Path]
         return None
     runs.sort(key=lambda r: (r.metadata["started_utc"], r.id), reverse=True)
 
+    missing = {r.id: r.missing_points() if r.metadata["status"] == "complete" else [] for r in runs}
+
     def status(run):
         s = run.metadata["status"]
         if s == "running" and not _pid_alive(run.metadata.get("harness_pid")):
             return "abandoned"
-        return s
+        return "incomplete" if missing[run.id] else s
 
     def left_out(run):
         return sorted(v for v, why in (run.stored("resolved").get("not_runnable_variants") or {}).items()
@@ -526,7 +551,9 @@ def select_runs(results: Path, paper: str, experiment: str, *, named: list[Path]
     pooled, listed = [], []
     for run in runs:
         why = None
-        if status(run) != "complete":
+        if missing[run.id]:
+            why = "incomplete: " + missing_reason(missing[run.id])
+        elif status(run) != "complete":
             why = f"{status(run)}" + (f": {run.metadata['reason']}" if run.metadata.get("reason") else "")
         elif left_out(run):
             why = f"restricted to some variants ({', '.join(left_out(run))} left out)"

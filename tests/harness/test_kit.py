@@ -53,7 +53,7 @@ def kit_run(tmp_path_factory, request):
     from harness.reproduce import reproduce
     base = tmp_path_factory.mktemp("kit")
     try:
-        manifest = build_kit(*EXPERIMENT, base / "kit.tar.xz", preset=0, log=lambda _: None,
+        manifest = build_kit(*EXPERIMENT, base / "kit.tar.xz", preset=0, log=lambda _: None, plans=base / "plans",
                              **{k: v for k, v in OPTIONS.items()})
     except HarnessError as e:
         if "pip download" in str(e):
@@ -79,7 +79,7 @@ def kit_run(tmp_path_factory, request):
     archive = target / "kit" / "run.tar.gz"
     kept = base / "run.tar.gz"
     shutil.copy2(archive, kept)
-    ingested = ingest(archive, results=base / "results-kit", log=lambda _: None)
+    ingested = ingest(archive, results=base / "results-kit", log=lambda _: None, plans=base / "plans")
     return SimpleNamespace(base=base, manifest=manifest, target=target, proc=proc, pandas=pandas,
                            archive=kept, ingested=ingested, local=local, python=python)
 
@@ -107,6 +107,9 @@ def test_a_kit_measures_in_a_clean_environment_what_a_local_run_measures(kit_run
     assert a["validity"]["ledger_valid"] > 500 - 1 and a["validity"]["problems"] == []
     assert a["cpus"] == b["cpus"]
     assert kit.metadata["host"]["hostname"] and kit.metadata["ingested"]["kit_id"] == kit_run.manifest["kit_id"]
+    # held against the plan kept at home when the kit was built, not the target's manifest
+    assert kit.metadata["ingested"]["plan"] == {"kept": kit_run.manifest["plan_kept"], "missing_points": [],
+                                                "problems": []}
     assert kit.metadata["build"]["kind"] == "reference" and kit.metadata["git"] == kit_run.manifest["git"]
     assert kit.metadata["tool_versions"]["pandas"] is None  # measured without it
     assert "before_points" in kit.metadata["primitives"] and "after_points" in kit.metadata["primitives"]
@@ -190,11 +193,11 @@ def test_ingest_refuses_bad_archives_and_stores_nothing(kit_run, tmp_path):
     for why, archive in cases.items():
         before = archive.read_bytes()
         with pytest.raises(HarnessError, match=why):
-            ingest(archive, results=results, log=lambda _: None)
+            ingest(archive, results=results, log=lambda _: None, plans=kit_run.base / "plans")
         assert archive.read_bytes() == before
         assert not any(p.is_file() for p in results.rglob("*")) if results.exists() else True, why
     with pytest.raises(HarnessError, match="already in the run store"):
-        ingest(kit_run.archive, results=kit_run.base / "results-kit", log=lambda _: None)
+        ingest(kit_run.archive, results=kit_run.base / "results-kit", log=lambda _: None, plans=kit_run.base / "plans")
     stored = [p for p in (kit_run.base / "results-kit" / EXPERIMENT[0] / EXPERIMENT[1]).iterdir()]
     assert [p.name for p in stored] == [kit_run.ingested.id]
 
@@ -230,7 +233,8 @@ def test_an_interrupted_kit_run_stays_marked_interrupted_with_its_logs(kit_run, 
     assert (point / "logs" / "ansible-run.log").is_file() and (point / "logs" / "ansible-teardown.log").is_file()
     assert json.loads((point / "measurement.json").read_text())["status"] == "interrupted"
     assert str(kit_dir) not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    run = ingest(kit_dir / "run.tar.gz", results=tmp_path / "results", log=lambda _: None)
+    run = ingest(kit_dir / "run.tar.gz", results=tmp_path / "results", log=lambda _: None,
+                 plans=kit_run.base / "plans")
     assert run.metadata["status"] == "interrupted" and _point(run)["status"] == "interrupted"
     # --resume measures the point again in the same run, the interrupted attempt kept beside it
     resumed = subprocess.run([str(kit_dir / "run"), "--resume"], env={"PATH": CLEAN_PATH}, cwd=target,
@@ -238,8 +242,66 @@ def test_an_interrupted_kit_run_stays_marked_interrupted_with_its_logs(kit_run, 
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     assert json.loads((run_dir / "metadata.json").read_text())["status"] == "complete"
     assert (point / "attempts" / "1" / "measurement.json").is_file()
-    run = ingest(kit_dir / "run.tar.gz", results=tmp_path / "results-resumed", log=lambda _: None)
+    run = ingest(kit_dir / "run.tar.gz", results=tmp_path / "results-resumed", log=lambda _: None,
+                 plans=kit_run.base / "plans")
     assert run.metadata["status"] == "complete" and _point(run)["status"] == "complete" and _point(run)["valid"]
+
+
+needs_lab_run = pytest.mark.skipif(
+    shutil.which("ansible-playbook") is None
+    or not all((REPO_ROOT / "bin" / c).is_file() for c in ("committerbench", "blockfile", "txverify")),
+    reason="needs ansible-playbook and bin/ (invoke build)")
+
+
+@pytest.mark.network
+@needs_lab_run
+def test_ingest_holds_a_kit_run_against_the_plan_kept_at_home(lab_run, tmp_path):
+    """A kit's run whose archive lacks a measured point and a control point, its manifest and resolved.yaml
+    rewritten to match (the target writes both), is stored incomplete naming them: ingest holds it against the
+    kit's plan kept at home. The run of lab 01 (a control point and a measured point, tests/conftest.py) packed
+    as ``./kit/run`` packs (harness/kit_run.py ``pack``) stands for the target's run; the untouched archive is
+    stored complete (positive control), and without the plan kept at home a run is stored incomplete."""
+    from harness.kit import ingest, keep_plan
+    from harness.kit_run import pack
+    from harness.rundir import select_runs, write_yaml
+    from harness.verify import verify_run
+    where, _ = lab_run("01")
+    (source,) = [p for p in (where / "results" / "fastfabric" / "fig5-peer-block-latency").glob("2*")
+                 if not p.is_symlink()]
+    kit = {"kit_id": "20261207T000000Z-fastfabric-fig5-peer-block-latency-test"}
+    planned = Run.open(source).stored("resolved")["points"]
+    dropped = [next(p for p in planned if p.startswith("control__")),
+               next(p for p in planned if not p.startswith("control__"))]
+    plans = tmp_path / "plans"
+    keep_plan(kit["kit_id"], "fastfabric", "fig5-peer-block-latency", Run.open(source).stored("resolved"), plans)
+
+    def archive(name: str, drop=()) -> Path:
+        run = Run.open(shutil.copytree(source, tmp_path / name / source.name, symlinks=True))
+        for point in drop:
+            shutil.rmtree(run.path / "points" / point)
+        if drop:   # the target's own plan rewritten to match what is left (pack lists the files anew)
+            resolved = run.stored("resolved")
+            resolved["points"] = [p for p in resolved["points"] if p not in drop]
+            write_yaml(run.path / "resolved.yaml", resolved)
+        return pack(run, kit, tmp_path / name / "run.tar.gz")
+
+    cut_archive = archive("cut", dropped)
+    cut = ingest(cut_archive, results=tmp_path / "results-cut", log=lambda _: None, plans=plans)
+    assert cut.metadata["status"] == "incomplete", cut.metadata["reason"]
+    assert cut.metadata["reason"].startswith(
+        f"2 of the 2 point(s) of the kit's plan are not in the run: {dropped[0]} (control), {dropped[1]}")
+    assert cut.metadata["ingested"]["plan"]["missing_points"] == dropped
+    assert not select_runs(tmp_path / "results-cut", "fastfabric", "fig5-peer-block-latency").complete
+    failed = [r for r in verify_run(cut.path, plans=plans) if not r["passed"]]
+    assert [r["point"] for r in failed] == ["(the run's plan)", *dropped], failed
+
+    whole = ingest(archive("whole"), results=tmp_path / "results-whole", log=lambda _: None, plans=plans)
+    assert whole.metadata["status"] == "complete" and whole.metadata["ingested"]["plan"]["missing_points"] == []
+    # no plan kept here: nothing says what the run must hold, so it is not complete either
+    unplanned = ingest(cut_archive, results=tmp_path / "results-unplanned", log=lambda _: None,
+                       plans=tmp_path / "no-plans")
+    assert unplanned.metadata["status"] == "incomplete" and f"no plan of kit {kit['kit_id']} is kept here" in \
+        unplanned.metadata["reason"]
 
 
 def test_the_measuring_half_imports_without_analysis_libraries_and_parses_as_python_3_9():

@@ -12,6 +12,7 @@ them too. Each case copies a stored run and tampers with one file, as someone ed
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -180,6 +181,146 @@ def test_a_pattern_line_past_a_stop_offset_of_zero_fails(stored, tmp_path):
     with open(point / "logs" / "localhost" / "peer.log", "a") as f:
         f.write("panic: runtime error: invalid memory address\n")
     assert "log line(s) of go_panic" in failure(point)
+
+
+# ---- issue 45: every planned point accounted for; no check disabled by its own input; the verifier's cache
+
+
+def test_a_deleted_control_point_fails_the_run_naming_it(stored, tmp_path):
+    """``invoke verify`` walks the run's plan (resolved.yaml), not the folders that are left: a control point
+    whose folder was deleted fails, named, and the run is no longer complete (never pooled)."""
+    from harness.rundir import select_runs
+    results = tmp_path / "results"
+    run = shutil.copytree(stored[NETWORK], results / "fastfabric" / NETWORK / stored[NETWORK].name, symlinks=True)
+    assert select_runs(results, "fastfabric", NETWORK).complete   # positive control: the untouched copy pools
+    (control,) = (run / "points").glob("control__*")
+    shutil.rmtree(control)
+    verdicts = verify_run(run)
+    assert [(r["point"], r["passed"]) for r in verdicts] == [(control.name, False), (verdicts[1]["point"], True)]
+    assert verdicts[0]["reasons"] == [f"a control point of the run's plan (resolved.yaml) is missing: the run holds "
+                                      f"no points/{control.name}/ (point.json)"]
+    proc = subprocess.run([sys.executable, "-m", "invoke", "verify", str(run), "--point", control.name],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and f"FAIL {control.name} (stored: missing)" in proc.stdout, proc.stdout + proc.stderr
+    selection = select_runs(results, "fastfabric", NETWORK)
+    assert not selection.complete and selection.listed[0]["why"].startswith("incomplete: 1 planned point(s) missing")
+    assert control.name in selection.listed[0]["why"]
+
+
+def test_a_stop_offset_that_would_hide_the_log_fails(stored, tmp_path):
+    """A log_bytes_at_stop.csv saying the peer's log held 1 byte when the stop began would hide a panic line
+    in it; the peer's commit lines, written while the point ran, lie past that length: the point fails."""
+    point = copy_point(stored, NETWORK, tmp_path)
+    (point / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text("log,bytes\npeer.log,1\n")
+    log = point / "logs" / "localhost" / "peer.log"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:len(lines) // 2]) + "panic: runtime error: invalid memory address\n"
+                   + "".join(lines[len(lines) // 2:]))
+    text = failure(point)
+    assert "log_bytes_at_stop.csv says peer.log held 1 bytes when the stop began, but its committed_block line" in text
+
+
+def test_a_deleted_log_is_not_replaced_by_the_out_file_kept(stored, tmp_path):
+    """Each declared log is one file: the committer benchmark's .log (its stderr: the committer's lines) deleted,
+    its .out kept, fails naming the file."""
+    point = copy_point(stored, BENCH, tmp_path)
+    (point / "logs" / "localhost" / "committerbench.log").unlink()
+    assert (point / "logs" / "localhost" / "committerbench.out").stat().st_size
+    assert "the log of committerbench on host localhost is missing (logs/localhost/committerbench.log)" in failure(point)
+
+
+def test_a_cost_line_claiming_1_us_per_verification_fails(stored, tmp_path):
+    """The work check's cost is the harness's, measured at the run's start: the committer's verify_cost line
+    rewritten to 1 us (its stop offset made to match) cannot lower it, and fails as a contradiction."""
+    point = copy_point(stored, BENCH, tmp_path)
+    log = point / "logs" / "localhost" / "committerbench.log"
+    text = re.sub(r"(?m)^fabricrepro verify_cost verifies (\d+) .*$",
+                  r"fabricrepro verify_cost verifies \1 before_cpu_ns_per_verify 1000 after_cpu_ns_per_verify 1000",
+                  log.read_text())
+    log.write_text(text)
+    offsets = point / "raw" / "localhost" / "log_bytes_at_stop.csv"
+    offsets.write_text(re.sub(r"(?m)^committerbench\.log,\d+$", f"committerbench.log,{len(text.encode())}",
+                              offsets.read_text()))
+    result = recheck_point(point)
+    assert not result["passed"] and len(result["problems"]) == 1, result["problems"]
+    assert re.search(r"verify_cost line says 1\.00 us per verification, the harness measured \d+\.\d+ us on this "
+                     r"machine at the run's start: more than x3 apart", result["problems"][0]), result["problems"]
+
+
+def test_a_code_flipped_with_its_file_time_restored_is_caught_by_the_analysis(stored, tmp_path):
+    """A report's analysis reuses our verifier's stored result (verifier.json) only for block files of the same
+    content and the same verifier: one transaction's code flipped in the kept block file, its size and
+    modification time restored, is verified anew and disagrees."""
+    import os
+    from harness import validity
+    from harness.collect import raw_tables
+    from harness.rundir import read_json
+    point = copy_point(stored, BENCH, tmp_path)
+
+    def analysis_problems():
+        return validity.check_point(point, read_json(point / "point.json"), raw_tables(point),
+                                    context=validity.point_context(point))[1]
+
+    assert analysis_problems() == []   # and verifier.json holds this content's result
+    (blockfile,) = point.glob("raw/localhost/blocks/committerbench/*/blockfile_*")
+    stat, data = blockfile.stat(), bytearray(blockfile.read_bytes())
+    codes = ledger.decode_ledger([blockfile], REPO_ROOT / "bin" / "blockfile")
+    last = int(codes["block_number"].max())
+    start = filter_offset(bytes(data), last)
+    victim = next(i for i in range(100) if data[start + i] == 0)   # a VALID transfer of the last block
+    data[start + victim] = 11                                     # MVCC_READ_CONFLICT
+    blockfile.write_bytes(bytes(data))
+    os.utime(blockfile, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert blockfile.stat().st_size == stat.st_size and blockfile.stat().st_mtime_ns == stat.st_mtime_ns
+    problems = analysis_problems()
+    assert any(p.startswith("our verifier disagrees with the ledger localhost/committerbench/")
+               and f"block {last} tx {victim} recorded MVCC_READ_CONFLICT, derived VALID" in p for p in problems), problems
+    cached = json.loads((point / "verifier.json").read_text())
+    assert [v["section"]["status"] for v in cached.values()] == ["failed"]
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    x = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        x |= (b & 0x7F) << shift
+        if b < 0x80:
+            return x, pos
+        shift += 7
+
+
+def _fields(buf: bytes, pos: int, end: int) -> list[tuple[int, object]]:
+    """One protobuf message's fields: (number, a varint's value or a length-delimited field's (start, end))."""
+    out = []
+    while pos < end:
+        key, pos = _uvarint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _uvarint(buf, pos)
+        elif wire == 2:
+            n, pos = _uvarint(buf, pos)
+            value, pos = (pos, pos + n), pos + n
+        elif wire in (1, 5):
+            value, pos = None, pos + (8 if wire == 1 else 4)
+        else:
+            raise ValueError(f"wire type {wire} at byte {pos}")
+        out.append((number, value))
+    return out
+
+
+def filter_offset(data: bytes, block_number: int) -> int:
+    """Where a block's TRANSACTIONS_FILTER starts in a block file of the reference build's block store
+    (internal/ledger/blkstorage): records of a varint length and a marshaled common.Block (header 1 with the
+    number 1; metadata 3 with its entries 1, the filter at index 2)."""
+    pos = 0
+    while pos < len(data):
+        length, pos = _uvarint(data, pos)
+        block = dict((n, v) for n, v in _fields(data, pos, pos + length) if n in (1, 3))
+        if dict(_fields(data, *block[1])).get(1, 0) == block_number:
+            return [v for n, v in _fields(data, *block[3]) if n == 1][2][0]
+        pos += length
+    raise ValueError(f"block {block_number} not found")
 
 
 def test_invoke_verify_exits_non_zero_naming_the_cause(stored, tmp_path):
