@@ -325,6 +325,18 @@ def test_plan_only_runs_terraform_plan_where_it_can(fake_tf, tmp_path):
     assert len(calls(fake_tf)) == 2   # nothing to destroy
 
 
+def test_plan_only_where_init_cannot_install_the_provider(fake_tf, tmp_path, monkeypatch):
+    """Terraform and credentials here, but init fails (the registry out of reach, no plugin cached): said so."""
+    monkeypatch.setenv("FAKE_TF_INIT_RC", "1")
+    p = provider(tmp_path, plan_only=True)
+    p.place(topology.as_layout(LAYOUT))
+    with pytest.raises(PlanOnly) as stop:
+        p.hold("fastfabric table1-end-to-end")
+    assert not stop.value.complete and str(stop.value).startswith("--plan-only: terraform init failed in ")
+    assert "download the hashicorp/aws provider from registry.terraform.io" in str(stop.value)
+    assert [c["argv"][1] for c in calls(fake_tf)] == ["init"]
+
+
 def test_a_run_asks_before_creating(fake_tf, tmp_path, monkeypatch):
     """A stdin that is not a terminal refuses without --yes; at a terminal anything but y is a no; --yes goes on."""
     p = provider(tmp_path)
