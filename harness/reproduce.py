@@ -177,7 +177,7 @@ def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
         tuning = provider.tune(host_settings(run))
         run.metadata.update({"roles": groups, "cluster": {**provider.describe(), "links": links},
                              "host_tuning": tuning,
-                             "topology_not_deployed": not_deployed(experiment, layout.roles())})
+                             "topology_not_deployed": not_deployed(experiment, build.layout())})
         run.save()
         monitor = ResourceMonitor(run.path / "provider" / "monitor", provider.monitor_targets(groups),
                                   track=provider.track).start()

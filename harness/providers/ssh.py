@@ -186,7 +186,9 @@ class SshProvider(SshLinks, Provider):
         if short and self.strict_topology:
             raise HarnessError("--strict-topology: the inventory has fewer hosts than the paper's topology: "
                                + "; ".join(f"group {role} has {len(hosts)} ({', '.join(hosts)}), the topology "
-                                           f"lays out {n}: {n - len(hosts)} host(s) missing"
+                                           f"lays out {n}: {n - len(hosts)} host(s) missing, for "
+                                           + ", ".join(h.name for h in layout.hosts
+                                                       if h.role == role and h.index >= len(hosts))
                                            for role, (n, hosts) in short.items()),
                                hint=f"add the hosts to {self.inventory_path}, or run without --strict-topology "
                                     "(the instances then share hosts, recorded as a deviation)")

@@ -55,20 +55,26 @@ def test_table1_on_netns_hosts_over_ssh(tmp_path):
     reason = json.loads((point / "summary.json").read_text())["reason"]
     assert reason.startswith("validity:") and "no kept block files of peer on host peer" in reason, reason
     cluster = meta["cluster"]
-    assert cluster["provider"] == "netns" and set(cluster["hosts"]) == {"orderer", "peer", "client"}
+    # the paper's fifteen servers, each a namespace host: the reference build's three roles, and Table I's
+    # ZooKeeper, Kafka, storage and endorser servers laid out idle (this build places nothing there)
+    idle = {"storage", *(f"zookeeper-{i}" for i in range(3)), *(f"kafka-{i}" for i in range(3)),
+            *(f"endorser-{i}" for i in range(5))}
+    assert cluster["provider"] == "netns" and set(cluster["hosts"]) == {"orderer", "peer", "client"} | idle
+    assert meta["topology"]["placement"] == {h: h for h in cluster["hosts"]}
+    assert sum("laid out idle" in d for d in meta["topology"]["deviations"]) == 4
     assert meta["roles"]["loadgen"] == ["client"] and meta["roles"]["peer"] == ["peer"]
     assert meta["topology_not_deployed"] == {"endorser": 5, "kafka": 3, "storage": 1, "zookeeper": 3}
     assert meta["host_tuning"] == []   # FastFabric states no kernel settings
     # the paper's 1 Gbit/s switch, shaped on every host towards every other
     links = cluster["links"]
-    assert len(links) == 6 and all(l["rate_mbit"] == 1000 and l["rate_method"] == "tc htb" for l in links)
+    assert len(links) == 15 * 14 and all(l["rate_mbit"] == 1000 and l["rate_method"] == "tc htb" for l in links)
     # each component ran on its own host and its logs were fetched over SSH
     assert (point / "logs" / "orderer" / "orderer.log").exists()
     assert (point / "logs" / "peer" / "peer.log").exists()
     assert (point / "logs" / "client" / "loadgen.out").exists()
     # per-host metrics of the point, each host's own network interface
     res = json.loads((point / "metrics" / "resources.json").read_text())
-    assert set(res["hosts"]) == {"orderer", "peer", "client"}
+    assert set(res["hosts"]) == set(cluster["hosts"])
     for h in res["hosts"].values():
         assert h["device"] == "eth0" and h["metrics"]["cpu_util_ratio"]["samples"] > 0
         assert "net_rx_bytes_per_s" in h["metrics"]
@@ -104,7 +110,7 @@ def test_host_lost_mid_run_fails_the_run_naming_it_and_teardown_runs(tmp_path, m
 
 def test_unknown_link_host_is_a_clear_error(tmp_path):
     from harness.reproduce import network_links
-    with pytest.raises(HarnessError, match="'kafka' is not a host of this run"):
+    with pytest.raises(HarnessError, match="'kafka' is not a role of this run"):
         network_links({"id": "x", "network": {"links": [{"from": "client", "to": "kafka", "delay_ms": 5}]}},
                       {"client": ["loadgen"], "orderer": ["orderer"]})
     links = network_links({"id": "x", "network": {"delay_ms": 20, "links": [{"from": "client", "to": "orderer",

@@ -95,8 +95,8 @@ def test_strict_topology_refuses_naming_the_missing_hosts_before_any_run_directo
         reproduce_table1(tmp_path, one_host_per_role(tmp_path / "servers.yml"), strict_topology=True)
     msg = str(e.value)
     assert msg.startswith("--strict-topology:"), msg
-    assert "group kafka has 1 (kafka-0), the topology lays out 3: 2 host(s) missing" in msg
+    assert "group kafka has 1 (kafka-0), the topology lays out 3: 2 host(s) missing, for kafka-1, kafka-2" in msg
     assert "group zookeeper has 1 (zookeeper-0), the topology lays out 3: 2 host(s) missing" in msg
-    assert "group endorser has 1 (endorser-0), the topology lays out 5: 4 host(s) missing" in msg
+    assert "group endorser has 1 (endorser-0), the topology lays out 5: 4 host(s) missing, for endorser-1, endorser-2, endorser-3, endorser-4" in msg
     assert "group orderer" not in msg and "group peer" not in msg       # groups with enough hosts are not named
     assert not list((tmp_path / "results").rglob("metadata.json"))     # no run directory was made
