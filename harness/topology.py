@@ -137,6 +137,9 @@ def lay_out(topology: dict[str, int] | None, roles: dict[str, list[str]], spread
             deviations.append(f"{role}: the paper's {count} hosts are 1 here: {', '.join(single)} "
                               f"run{'s' if len(single) == 1 else ''} every instance on one host")
             count = 1
+        if published and role not in published and not any(re.fullmatch(re.escape(r) + r"\d+", role) for r in split):
+            deviations.append(f"{role}: not a server of the paper's topology; this build's driver places "
+                              f"{', '.join(components)} on a host of its own")
         if not components and want:
             deviations.append(f"{role}: the paper's {want} host{'s' if want != 1 else ''} "
                               f"{'are' if want != 1 else 'is'} laid out idle: this build places no component there")

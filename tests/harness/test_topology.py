@@ -96,3 +96,11 @@ def test_the_run_records_its_placement_and_strict_topology_refuses_one_machine()
     netns.strict_topology = True
     _, placed, record = lay_out_run(experiment, _Choice(TABLE1_ROLES), netns)
     assert len(set(placed.values())) == 15 and record["deviations"] == layout.deviations
+
+
+def test_a_role_the_paper_does_not_count_gets_a_host_and_a_deviation():
+    # FastFabric's Fig. 6: a single committer (topology {peer: 1}); the published benchmark offloads to its storage server
+    layout = lay_out({"peer": 1}, {"peer": ["fastfabric_peerbench"], "storage": ["fastfabric_storage"]})
+    assert [h.name for h in layout.hosts] == ["peer", "storage"]
+    assert layout.deviations == ["storage: not a server of the paper's topology; this build's driver places "
+                                 "fastfabric_storage on a host of its own"]
