@@ -325,7 +325,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             provider_.strict_topology = strict_topology
             # the paper's topology host by host, printed (and refused under --strict-topology) before anything runs
             placement = lay_out_run(experiment, choice, provider_, say=lambda line: print(line, file=stream))
-            provider_.hold(f"{paper_id} {experiment['id']}")
+            provider_.hold(f"{paper_id} {experiment['id']}", plan)
             _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream,
                              built=((resumed.metadata.get("build") or {}).get("systems") if resume else None))
         except BaseException as e:

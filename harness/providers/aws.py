@@ -314,20 +314,21 @@ class AwsProvider(SshProvider):
         return values
 
     # ---- before anything is built: what it costs, and whether to go on
-    def hold(self, label: str) -> None:
+    def hold(self, label: str, plan=None) -> None:
         """Print the instances, their hourly cost and the run's expected wall time; then stop (``plan_only``) or
-        ask to go on (``yes`` skips the question). ``label`` is ``<paper> <experiment>``."""
+        ask to go on (``yes`` skips the question). ``label`` is ``<paper> <experiment>``; ``plan`` the run's,
+        whose points (controls included) the wall time counts (without it, the catalogue's at this scale)."""
         if not self.chosen:
             return
-        for line in self.plan_text(label.rsplit(" ", 1)[-1]):
+        for line in self.plan_text(label.rsplit(" ", 1)[-1], plan):
             self._say(line)
         if self.plan_only:
             self._stop_after_plan()
         self._confirm()
 
-    def plan_text(self, experiment_id: str) -> list[str]:
+    def plan_text(self, experiment_id: str, plan=None) -> list[str]:
         cost = aws_plan.hourly_cost(self.chosen)
-        (points, variants), why = self._points(experiment_id)
+        (points, variants), why = ((len(plan.points), 0), "") if plan is not None else self._points(experiment_id)
         wall = None
         if points is not None:
             measured = aws_plan.measured_point_seconds(self.results, self.paper, experiment_id, self.scale)

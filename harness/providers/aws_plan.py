@@ -170,7 +170,7 @@ def wall_estimate(points: int, scale: str, measured: tuple[float, list[str]] | N
         basis = (f"{per:.0f} s a point at scale {scale} (assumed, infra/aws/estimates.json: no stored run of this "
                  "experiment at this scale to measure it by)")
     total = doc["setup_s"] + (points + controls) * per + doc["destroy_s"]
-    how = (f"{points} point(s) of the catalogue's plan"
+    how = (f"{points} point(s) of the run's plan"
            + (f" + at most {controls} control point(s), one a variant," if controls else "") + f" x {basis}, "
            f"+ {minutes(doc['setup_s'])} to create and prepare the instances and {minutes(doc['destroy_s'])} to "
            "destroy them (assumed, infra/aws/estimates.json); builds on this machine not counted")

@@ -64,9 +64,10 @@ class Provider(ABC):
         cannot be made ready raises HarnessError naming it and the reason.
         """
 
-    def hold(self, label: str) -> None:
+    def hold(self, label: str, plan=None) -> None:
         """Claim what the run needs before its checks (the local provider: this machine, whose ports the
-        checks read); released by ``down``. Nothing for providers whose hosts are the run's own."""
+        checks read); released by ``down``. ``plan`` is the run's (``plan.Plan``, controls included), for a
+        provider that says what the run will cost (aws). Nothing for providers whose hosts are the run's own."""
 
     def down(self) -> None:
         """Remove everything ``up`` made (idempotent; also after a failed ``up``)."""

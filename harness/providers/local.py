@@ -21,7 +21,7 @@ class LocalProvider(Provider):
         self.layout: dict[str, list[str]] = {}
         self._holds = False   # whether this provider holds the machine (up ... down)
 
-    def hold(self, label: str) -> None:
+    def hold(self, label: str, plan=None) -> None:
         # one network at a time on this machine (harness/machine_lock.py), from the run's port checks on
         if not self._holds:
             machine_lock.acquire(label)
