@@ -19,6 +19,7 @@ from .errors import HarnessError, Interrupted, choose
 from .plan import Plan, add_controls, driver_of, expand, for_build, make_plan, metric_of, own_drivers, pending
 from .progress import Progress
 from .providers import PROVIDERS, get_provider
+from .providers.aws import PlanOnly
 from .report import render_paper
 from .rundir import Run, write_json
 from .resources import ResourceMonitor
@@ -260,13 +261,19 @@ def not_deployed(experiment: dict, hosts: dict[str, list[str]]) -> dict[str, int
 _not_deployed = not_deployed  # the name systems/fujitsu-api/tests/test_layout.py imports
 
 
+def is_ours(experiment: dict) -> bool:
+    """Whether a catalogue experiment is ours, not the paper's (today's Fabric, a revisit): it states
+    ``questions`` (no paper's claims), as every revisit must (``catalogue``)."""
+    return bool(experiment.get("questions"))
+
+
 def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smoke", provider: str = "auto",
               repeat: int | None = None, resume: str | None = None, overrides: dict | None = None,
               results: Path = RESULTS, reports: Path = REPORTS, stream=None,
               provider_options: dict | None = None, papers_dir: Path | None = None,
               build: str = "auto", source: str = "auto", variants: list[str] | None = None,
               pins: dict[str, dict] | None = None, controls: bool = True,
-              strict_topology: bool = False) -> list[Run]:
+              strict_topology: bool = False, ours: bool = False) -> list[Run]:
     """Reproduce a paper's experiments (or one) and render its report; returns the runs made.
 
     With ``resume`` (a run directory) only that run's missing points are run,
@@ -283,6 +290,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     (``plan.add_controls``): the run completes only if its checks find exactly the planted invalid ones.
     ``strict_topology`` refuses an experiment whose topology the provider cannot give a host per instance
     (``lay_out_run``) instead of running it with instances sharing hosts.
+    Without ``experiment_id`` only the paper's own experiments run; ``ours`` adds the catalogue's
+    experiments of ours (``is_ours``: today's Fabric, revisits), which run anyway when named.
     """
     stream = stream or sys.stderr
     choose("scale", scale, SCALES)
@@ -296,13 +305,18 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         providers.get(provider)  # a provider that cannot work here fails before anything runs
     resumed = _resumed_run(resume, paper_id) if resume else None
     experiments = ([paper.experiment(resumed.metadata["experiment"])] if resume else
-                   [paper.experiment(experiment_id)] if experiment_id else paper.experiments)
+                   [paper.experiment(experiment_id)] if experiment_id else
+                   [e for e in paper.experiments if ours or not is_ours(e)])
+    left_out = [e["id"] for e in paper.experiments if is_ours(e)] if not (resume or experiment_id or ours) else []
+    if left_out:
+        print(f"not run: {len(left_out)} experiment(s) of ours, not the paper's ({', '.join(left_out)}); "
+              f"--ours runs them too, --experiment ID one of them", file=stream)
     systems_dir = Path(papers_dir).parent / "systems" if papers_dir else None
     # Every experiment's parameters are checked before any of them runs: bad input makes no run directory.
     kinds, plans = ({}, {}) if resume else plan_experiments(
         paper, [e for e in experiments if not skip_reason(e, systems_dir, provider)], scale, build, source,
         systems_dir, variants, overrides, repeat, controls)
-    skipped, runs = {}, []
+    skipped, runs, planned = {}, [], []
     for experiment in experiments:
         reason = skip_reason(experiment, systems_dir, provider)
         if reason:
@@ -328,6 +342,10 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             provider_.hold(f"{paper_id} {experiment['id']}", plan)
             _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream,
                              built=((resumed.metadata.get("build") or {}).get("systems") if resume else None))
+        except PlanOnly as e:   # --plan-only: this experiment's hosts and cost are printed; plan the next one
+            provider_.down()
+            planned.append(e)
+            continue
         except BaseException as e:
             if provider_ is not None:
                 provider_.down()
@@ -346,6 +364,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             _execute(experiment["id"], plan, run, provider_, choice, systems_dir, paper_id, stream, placement)
         finally:
             provider_.down()  # idempotent: the run's hosts are already down; the local machine is free again
+    if planned:  # nothing ran: no report, no record of skips
+        raise PlanOnly(planned[-1].args[0], all(p.complete for p in planned), planned[-1].hint, planned[-1].log)
     if not resume:
         _record_skipped(results, paper_id, skipped)
     render_paper(paper_id, results=results, reports=reports, papers_dir=papers_dir)
