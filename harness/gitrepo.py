@@ -1,4 +1,7 @@
-"""The git side of ``invoke regress``: commit lists, tags, the reference build's keys, worktrees and clones."""
+"""Git for the harness: commit lists, tags, the reference build's keys, worktrees and clones, used by
+``invoke regress`` (``harness/regress/``) and by a user's own Fabric refs (``harness/user_refs.py``).
+Outside the ``regress`` package, which runs ``reproduce``: ``reproduce`` reaches these through
+``user_refs`` without running ``regress``."""
 
 from __future__ import annotations
 
@@ -6,8 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from .. import upstream
-from ..errors import HarnessError
+from . import upstream
+from .errors import HarnessError
 
 #: What the reference build compiles: commits whose trees agree on these build identical binaries.
 BUILD_INPUTS = ("cmd", "internal", "go.mod", "go.sum")

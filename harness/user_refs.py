@@ -25,7 +25,7 @@ from pathlib import Path
 from . import REPO_ROOT, systems, upstream
 from .errors import HarnessError
 from .plan import driver_of
-from .regress.git import clone, git, resolve
+from .gitrepo import clone, git, resolve
 
 #: Where the clones live: the same as ``invoke regress``'s (``harness.regress``, ``build/regress``).
 ROOT = REPO_ROOT / "build" / "regress"

@@ -93,10 +93,10 @@ from typing import Callable
 from .. import REPO_ROOT, SCHEMA_VERSION, cpus, upstream
 from ..catalogue import list_papers, load_paper
 from ..errors import HarnessError
+from ..gitrepo import commits_of, releases_of, store_keys
 from ..rundir import read_json, write_json
 from ..stats import ALPHA, LEVEL, MIN_CHANGE, min_points, smallest_p
 from .build import REFERENCE, tracked_system, upstream_variant
-from .git import commits_of, releases_of, store_keys
 from .lines import Router, line_systems, lines_of, ordering_of, segment
 from .page import beside_series, main_summary, render_html  # main_summary: for tasks.py
 from .run import Sampler, bisected, boundaries, false_positives, series

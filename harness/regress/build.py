@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import REPO_ROOT, upstream
 from ..errors import HarnessError
-from .git import clone, worktree
+from ..gitrepo import clone, worktree
 
 REFERENCE = "reference"
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from .. import upstream
 from ..errors import HarnessError
+from ..gitrepo import clone, git
 from .build import NotMeasurable, upstream_variant
-from .git import clone, git
 
 #: What a segment is made of, in the order a boundary names its changes.
 SEGMENT_KEYS = ("ordering_service", "system", "variant", "driver")

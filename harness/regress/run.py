@@ -10,10 +10,10 @@ from pathlib import Path
 
 from .. import cpus, machine_lock
 from ..errors import HarnessError
+from ..gitrepo import describe, first_parent_line
 from ..rundir import Run, read_json, run_cores
 from ..stats import compare, median_interval
 from .build import REFERENCE, NotMeasurable, build, pin_of, reference_variants
-from .git import describe, first_parent_line
 from .lines import boundary
 
 

@@ -4,7 +4,9 @@
   ``tests/`` excepted: tests drive the whole harness);
 * no import cycle among the harness's modules and the systems' modules, counting
   imports inside functions too (a lazy import hides a loop, it does not break it)
-  and the plugin loader's edge: ``harness.systems`` loads every system's package;
+  and the plugin loader's edge: ``harness.systems`` loads every system's package,
+  and the edge to a package of a submodule imported: importing ``a.b.c`` runs
+  ``a`` and ``a.b`` first (STYLE.md rule 17);
 * no module imports another module's private name (``_x``), neither by name nor
   as an attribute of a module it imported (``analyze._band``); tests, here as
   in ``tests/``, may reach into the module they test;
@@ -128,10 +130,26 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> list[Import]:
 LOADER, API = "harness.systems", "harness.plugin_api"
 
 
+def package_edges(edges: list[Import], known: dict[str, Path]) -> list[Import]:
+    """The packages each import runs first: importing ``a.b.c`` runs ``a`` and ``a.b`` (their
+    ``__init__``), so a module importing ``a.b.c`` has an edge to each of them too. A package the
+    importing module is itself inside (or is) is already running when the module runs: no edge to it."""
+    out = []
+    for e in edges:
+        parts = e.target.split(".")
+        for n in range(1, len(parts)):
+            package = ".".join(parts[:n])
+            if package in known and package != e.source and not e.source.startswith(package + "."):
+                out.append(Import(e.source, package, e.line, ()))
+    return out
+
+
 def graph() -> tuple[dict[str, Path], list[Import]]:
-    """Every module and import edge, with the loader's edge to each system's package (its ``plugin.py``)."""
+    """Every module and import edge, with the loader's edge to each system's package (its ``plugin.py``)
+    and each import's edges to the packages above the module it names."""
     known = modules()
     edges = [i for name, path in sorted(known.items()) for i in imports(name, path, known)]
+    edges += package_edges(edges, known)
     edges += [Import(LOADER, f"{PACKAGE}.{_ident(folder)}", 0, ()) for folder in system_folders()
               if (SYSTEMS / folder / "plugin.py").is_file()]
     return known, edges
@@ -230,7 +248,8 @@ def beyond_the_api(known: dict[str, Path], edges: list[Import], root: Path = ROO
     """Imports of harness modules other than the plugin API by a system's code (not its tests)."""
     return [f"{known[e.source].relative_to(root)}:{e.line}: imports {e.target}" for e in edges
             if e.source.startswith(PACKAGE + ".") and not is_test(known[e.source], root)
-            and e.target.split(".")[0] == "harness" and e.target != API]
+            and e.target.split(".")[0] == "harness" and e.target != API
+            and not API.startswith(e.target + ".")]  # the package above the API runs first
 
 
 def test_systems_import_only_the_plugin_api():
@@ -345,6 +364,26 @@ def test_the_checks_see_a_system_reaching_past_the_api_and_the_loaders_loop(tmp_
     assert not cycles(edges)
     edges.append(Import(LOADER, f"{PACKAGE}.toy", 0, ()))  # the loader's edge, as graph() adds it
     assert cycles(edges) == [sorted([API, "harness.analyze", LOADER, f"{PACKAGE}.toy"])]
+
+
+def test_the_checks_see_a_loop_through_a_package_init(tmp_path):
+    """Negative control of rule 17: ``a`` imports ``pkg.sub`` and ``pkg``'s ``__init__`` imports ``a``.
+    Module by module there is no loop (``a -> pkg.sub``, ``pkg -> a``); counting that importing
+    ``pkg.sub`` runs ``pkg`` first, there is. A package importing its own submodules, which import
+    each other, is no loop."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (tmp_path / "a.py").write_text("def f():\n    from .pkg.sub import g\n")
+    (package / "__init__.py").write_text("from .sub import g\nfrom .other import h\n\ndef k():\n    from .. import a\n")
+    (package / "sub.py").write_text("def g():\n    pass\n")
+    (package / "other.py").write_text("from .sub import g\nfrom . import sub\n\ndef h():\n    pass\n")
+    known = {"harness.a": tmp_path / "a.py", "harness.pkg": package / "__init__.py",
+             "harness.pkg.sub": package / "sub.py", "harness.pkg.other": package / "other.py"}
+    edges = [i for name, path in known.items() for i in imports(name, path, known)]
+    assert not cycles(edges)  # what the check saw before rule 17
+    added = package_edges(edges, known)
+    assert {(e.source, e.target) for e in added} == {("harness.a", "harness.pkg")}
+    assert cycles(edges + added) == [["harness.a", "harness.pkg"]]
 
 
 def upward_go_imports(listing: str) -> list[str]:

@@ -17,9 +17,10 @@ import subprocess
 
 import pytest
 
+from harness import gitrepo as RG
 from harness import regress as R
 from harness import stats
-from harness.regress import build as RB, git as RG, page as RP, run as RR
+from harness.regress import build as RB, page as RP, run as RR
 from harness.errors import HarnessError
 from harness.rundir import read_json, write_json
 
