@@ -205,12 +205,28 @@ def glance_blocks(paper_id: str, entries: list[dict], paper_hardware=None, not_r
     if not_run:
         blocks.append(("p", "Not run yet: " + ", ".join(f"`{e}`" for e, *_ in not_run)
                             + f" (`invoke reproduce --paper {paper_id} --experiment <id>`)."))
+    ours = _ours(paper_id)
+    if ours:
+        blocks.append(("p", f"`invoke reproduce --paper {paper_id}` runs the paper's own experiments; the "
+                            f"{len(ours)} of ours, not the paper's ({', '.join(f'`{e}`' for e in ours)}), run with "
+                            "`--ours` (all of them) or by name (`--experiment <id>`)."))
     runs = [r for e in entries for r in (getattr(e["selection"], "pooled", None) or [])]
     facts = {"paper": paper_id, "claims": len(claims), "counts": tally, "next": nexts,
              "runs": sorted({(r.metadata.get("started_utc") or "", r.id, _build_short(r.metadata)) for r in runs
                              if getattr(r, "metadata", None)})}
     facts["runs"] = [{"started_utc": s, "run_id": i, "build": b} for s, i, b in facts["runs"]]
     return blocks, facts
+
+
+def _ours(paper_id: str) -> list[str]:
+    """The catalogue's experiments of ours in the paper's file (they state questions: reproduce.is_ours),
+    which `invoke reproduce --paper P` leaves out unless named or given --ours."""
+    from ..catalogue import load_paper
+    from ..errors import HarnessError
+    try:
+        return [e["id"] for e in load_paper(paper_id).experiments if e.get("questions")]
+    except (HarnessError, OSError):
+        return []
 
 
 def _build_short(meta: dict) -> str:
