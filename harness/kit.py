@@ -538,7 +538,7 @@ def ingest(archive: Path, results: Path | None = None, log=print, plans: Path | 
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 staging = Path(tempfile.mkdtemp(prefix=".ingest-", dir=dest.parent))
                 for m in members:
-                    tar.extract(m, staging, set_attrs=False, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
+                    tar.extract(m, staging, set_attrs=False, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
             except (tarfile.TarError, OSError, EOFError, zlib.error, json.JSONDecodeError, KeyError) as e:
                 raise HarnessError(f"{archive}: corrupt or incomplete archive ({type(e).__name__}: {e})") from None
         run_dir = staging / "run"
