@@ -1,8 +1,10 @@
 """invoke tasks: thin wrappers over the harness package (see README.md)."""
 
 import sys
+from pathlib import Path
 
-from invoke import Exit, task
+from invoke import Exit, Task
+from invoke import task as _invoke_task
 
 from harness.errors import HarnessError, Interrupted
 from harness.tools import ensure_go_bin_on_path
@@ -11,7 +13,63 @@ ensure_go_bin_on_path()
 
 #: This file's tasks (a bare word after a task name that is one of these starts the next task).
 TASKS = ("setup", "build", "test", "reproduce", "report", "export", "runs", "validate", "regress", "kit",
-         "ingest")
+         "ingest", "verify", "system-command")
+
+#: The only short flags, chosen by hand: one letter, one meaning, in every task that has the option.
+#: (invoke's automatic ones meant different things per task: -r was --provider, --repeat, --run, --ref
+#: or --run-dir, and --ami-id's came out as "--".)
+SHORT_FLAGS = {"paper": "p", "experiment": "e"}
+
+
+def _run_by_invoke(argv: list[str] | None = None) -> bool:
+    """Whether this process is the invoke command (not, e.g., pytest importing this file)."""
+    path = Path((sys.argv if argv is None else argv)[0] or "")
+    return path.name in ("invoke", "inv") or (path.name == "__main__.py" and path.parent.name == "invoke")
+
+
+def _refuse_remainder(argv: list[str] | None = None) -> None:
+    """Refuse words after ``--``: invoke hands them to no task, so they were silently dropped
+    (``invoke reproduce --paper fastfabric -- --ami-id x`` ran a whole reproduction without them)."""
+    argv = sys.argv if argv is None else argv
+    if _run_by_invoke(argv) and "--" in argv[1:]:
+        rest = argv[argv.index("--", 1) + 1:]
+        raise Exit("error: these tasks take no arguments after `--` (" + (" ".join(rest) or "nothing given")
+                   + " would be ignored); give options before it, e.g. invoke reproduce --paper P --ami-id AMI",
+                   code=1)
+
+
+class _Task(Task):
+    """invoke's task with the short flags of ``SHORT_FLAGS`` only, refusing arguments after ``--``."""
+
+    def arg_opts(self, name, default, taken_names):
+        opts = super().arg_opts(name, default, taken_names)
+        if name in SHORT_FLAGS and SHORT_FLAGS[name] not in taken_names:
+            opts["names"] = [*opts["names"], SHORT_FLAGS[name]]
+        return opts
+
+    def __call__(self, *args, **kwargs):
+        _refuse_remainder()
+        return super().__call__(*args, **kwargs)
+
+
+def task(*args, **kwargs):
+    """``invoke.task`` with this file's short flags (``SHORT_FLAGS``) instead of invoke's automatic ones."""
+    return _invoke_task(*args, klass=_Task, auto_shortflags=False, **kwargs)
+
+
+def _number(option: str, value, kind=int, minimum=1):
+    """An option's number, or a clear error (no traceback): ``kind`` int takes whole numbers only."""
+    if value is None:
+        return None
+    try:
+        number = kind(value) if kind is float else int(str(value).strip())
+    except ValueError:
+        number = None
+    if number is None or number != number or number in (float("inf"), float("-inf")) or number < minimum:
+        what = "a whole number" if kind is int else "a number"
+        raise Exit(f"error: --{option.replace('_', '-')} takes {what} of at least {minimum}, got {value!r}",
+                   code=1)
+    return number
 
 
 def _given_positionally(task_name: str, argv: list[str] | None = None) -> bool:
@@ -84,7 +142,9 @@ def test(c):
 
 @task(iterable=["set", "variant"], positional=_positional("reproduce", "paper"), help={
     "paper": "paper id (a file papers/<paper>.yaml); not needed with --resume (the run names it)",
-    "experiment": "one experiment of the paper (default: all)",
+    "experiment": "one experiment of the catalogue, the paper's or ours (default: the paper's own experiments)",
+    "ours": "also run the catalogue's experiments of ours, not the paper's (today's Fabric, revisits: those "
+            "stating questions), which the default leaves out",
     "scale": "smoke | local | paper",
     "provider": "where to run: auto (default: local, or netns for an experiment whose links need delays), local, "
                 "netns (hosts in network namespaces here), ssh (your servers), aws",
@@ -119,15 +179,16 @@ def reproduce(c, paper=None, experiment=None, scale="smoke", provider="auto", re
               inventory=None, remote_work_root=None, preflight=True, clock_sync=True, ami_id=None,
               operator_cidr=None, region=None, key_file=None, instance_type=None, build="auto", source="auto",
               variant=None, control=True, strict_topology=False, yes=False,
-              plan_only=False):
+              plan_only=False, ours=False):
     """Run a paper's experiments and render its report."""
-    from harness.config import parse_assignments, parse_value
+    from harness.config import parse_assignments
     from harness.reproduce import reproduce as run
     if not paper and resume:
         from harness.rundir import Run
         paper = _guard(Run.open, resume).metadata["paper"]  # the run names its paper
     if not paper:
         raise Exit("error: give the paper (--paper " + "|".join(_papers()) + "), or --resume RUN_DIR", code=1)
+    repeat = _number("repeat", repeat)
     if (yes or plan_only) and provider != "aws":
         raise Exit("error: --yes and --plan-only are options of --provider aws", code=1)
     options = {}
@@ -145,14 +206,14 @@ def reproduce(c, paper=None, experiment=None, scale="smoke", provider="auto", re
                                           "key_file": key_file, "instance_type": instance_type}.items() if v})
         # --yes/--plan-only, and what its wall-time estimate plans with
         options.update({"yes": yes, "plan_only": plan_only, "scale": scale, "overrides": parse_assignments(set),
-                        "repeat": parse_value(repeat) if repeat else None})
+                        "repeat": repeat})
     from harness.providers.aws import PlanOnly
     try:
         runs = _guard(lambda: run(paper, experiment, scale=scale, provider=provider,
-                                  repeat=parse_value(repeat) if repeat else None, resume=resume,
+                                  repeat=repeat, resume=resume,
                                   overrides=parse_assignments(set), provider_options=options,
                                   build=build, source=source, variants=variant or None, controls=control,
-                                  strict_topology=strict_topology))
+                                  strict_topology=strict_topology, ours=ours))
     except PlanOnly as e:   # --plan-only stopped before anything was built or created
         print(e, file=sys.stderr)
         if not e.complete:
@@ -217,7 +278,8 @@ def export(c, paper=None, run=None, since=None, out=None):
           "{measurements,claims}.{parquet,csv}")
 
 
-@task(help={"paper": "only this paper's runs"})
+@task(positional=_positional("runs", "paper"),
+      help={"paper": "only this paper's runs; also `invoke runs PAPER`"})
 def runs(c, paper=None):
     """List stored runs with their status."""
     from harness.reproduce import RESULTS
@@ -244,19 +306,20 @@ def runs(c, paper=None):
              "invoke reproduce chooses); linked statically",
     "python": "the target's Python, MAJOR.MINOR (default: this machine's); the wheelhouse is for it",
     "control": "a control point first where the driver can corrupt transactions (default on)",
-    "max_mib": "refuse a kit larger than this (default 48 MiB)",
+    "max_mib": "refuse a kit larger than this many MiB (default 48)",
 })
 def kit(c, paper=None, experiment=None, out="kit.tar.xz", scale="smoke", repeat=None, set=None, variant=None,
-        build="auto", python=None, control=True, max_mib=48):
+        build="auto", python=None, control=True, max_mib=None):
     """Build a measurement kit of one experiment for a host without the harness (README, "Measure on a host
     without internet"); on the target: tar xJf kit.tar.xz && ./kit/run."""
-    from harness.config import parse_assignments, parse_value
+    from harness.config import parse_assignments
     from harness.kit import build_kit
+    repeat, max_mib = _number("repeat", repeat), _number("max_mib", 48 if max_mib is None else max_mib, float, 1)
     if not paper or not experiment:
         raise Exit("error: give --paper and --experiment", code=1)
     _guard(build_kit, paper, experiment, out, scale=scale, build=build, overrides=parse_assignments(set),
-           repeat=parse_value(repeat) if repeat else None, variants=variant or None, controls=control,
-           python=python, max_bytes=int(float(max_mib) * 2**20))
+           repeat=repeat, variants=variant or None, controls=control,
+           python=python, max_bytes=int(max_mib * 2**20))
 
 
 @task(positional=_positional("ingest", "archive"),
@@ -338,15 +401,17 @@ def validate(c, file=None):
               "beside this series, untested (each system runs its own driver)",
     "fresh": "measure every commit anew (default: reuse the newest stored run of its build with enough points)",
 })
-def regress(c, system=None, experiment=None, commits=None, tags=None, variant=None, repeat=5, scale="smoke",
-            bisect=False, batches=1, repo=None, metric=None, page=None, beside=None, fresh=False):
+def regress(c, system=None, experiment=None, commits=None, tags=None, variant=None, repeat=None, scale="smoke",
+            bisect=False, batches=None, repo=None, metric=None, page=None, beside=None, fresh=False):
     """Track a metric across commits: build each once, run with repetitions, call changes by a stated test."""
     from harness.regress import main_summary, regress as run
+    repeat = _number("repeat", 5 if repeat is None else repeat)
+    batches = _number("batches", 1 if batches is None else batches)
     # optional here so that `invoke regress --help` works; required for a run
     missing = [f"--{name}" for name, value in (("system", system), ("experiment", experiment)) if not value]
     if missing:
         raise Exit(f"error: regress needs {' and '.join(missing)} (invoke regress --help)", code=1)
-    doc = _guard(run, system, experiment, commits, repeat=int(repeat), scale=scale, bisect=bisect,
-                 batches=int(batches), repo=repo, tags=tags, variant=variant, metric=metric, page=page,
+    doc = _guard(run, system, experiment, commits, repeat=repeat, scale=scale, bisect=bisect,
+                 batches=batches, repo=repo, tags=tags, variant=variant, metric=metric, page=page,
                  beside=beside, fresh=fresh)
     print(main_summary(doc))
