@@ -10,7 +10,7 @@ from ..figure_png import FIGURE_RC, png_bytes  # first: it selects matplotlib's 
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..analyze import EXTRAPOLATION_CAVEAT  # noqa: E402
+from ..judge import EXTRAPOLATION_CAVEAT  # noqa: E402
 from ..claims import claim_band  # noqa: E402
 from ..stats import TREND_MODEL  # noqa: E402
 from .text import fmt  # noqa: E402

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import analyze, validity
+from harness import analyze, judge, validity
 from harness.collect import read_csv, write_table
 from harness.rundir import Run
 
@@ -58,7 +58,7 @@ def test_aggregates_and_reports_never_take_partial_numbers(point_dir):
     done = analyze.point_summary(point_dir, POINT, "complete")
     failed = analyze.point_summary(point_dir, {**POINT, "id": "v__r1", "repetition": 1}, "failed", "peer died")
     failed["partial_metrics"] = {k: 10**9 for k in failed["partial_metrics"]}  # would show in any mean
-    (group,) = analyze.aggregate({"r": [done, failed]})
+    (group,) = judge.aggregate({"r": [done, failed]})
     assert group["metrics"]["throughput_tps"]["n"] == 1
     assert group["metrics"]["throughput_tps"]["mean"] == done["metrics"]["throughput_tps"]
     # what the report draws and tabulates comes from the groups only (harness/report/)

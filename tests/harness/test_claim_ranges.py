@@ -8,7 +8,8 @@ hardware and scale so that an absolute value is comparable.
 
 import pytest
 
-from harness.analyze import evaluate_claim, param_matches
+from harness.claims import param_matches
+from harness.judge import evaluate_claim
 from tests.harness.test_claims import _claim, _experiment, _group
 
 

@@ -1,6 +1,6 @@
 """Claims of the catalogue can fail: synthetic measurements on the wrong side give "not reproduced".
 
-The measurements here are synthetic groups (the shape ``analyze.aggregate``
+The measurements here are synthetic groups (the shape ``judge.aggregate``
 makes: each metric's repetitions as [run, index, value]), not runs. Every group
 has three repetitions scaled by the same factors, so that paired ratios are exact
 and their interval is a point: these tests exercise the scoring, the interval
@@ -13,9 +13,10 @@ scoring, which is the same for every metric.
 import pytest
 import yaml
 
-from harness import REPO_ROOT, analyze
-from harness.analyze import evaluate_claim
+from harness import REPO_ROOT, judge
 from harness.catalogue import trivial_bound_problems
+from harness.claims import claim_band
+from harness.judge import evaluate_claim
 from harness.validate import validate_file
 
 PAPERS = REPO_ROOT / "papers"
@@ -45,7 +46,7 @@ def every_metric_computed(monkeypatch):
     """TEST DOUBLE: every catalogue metric counts as computed, so that the scoring itself is exercised."""
     schema = yaml.safe_load((PAPERS / "schema.json").read_text(encoding="utf-8"))
     every = {m: None for m in schema["$defs"]["metric"]["enum"]}
-    monkeypatch.setattr(analyze, "all_metrics", lambda: every)
+    monkeypatch.setattr(judge, "all_metrics", lambda: every)
 
 
 def _verdict(paper, experiment_id, claim_id, groups, other_runs=None):
@@ -226,7 +227,7 @@ def test_every_scored_claim_fails_for_some_measurement():
             for claim in experiment.get("claims") or []:
                 if claim["compare"] != "ratio" or claim.get("expected") is None:
                     continue
-                low, high, _ = analyze.claim_band(claim)
+                low, high, _ = claim_band(claim)
                 assert low > 0 or high < float("inf"), f"{path.name}/{claim['id']}: the band admits every ratio"
 
 

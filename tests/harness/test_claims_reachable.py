@@ -1,14 +1,14 @@
 """No claim the harness cannot judge (issue 36, item 6): every numeric claim of every catalogue names metrics
 the harness computes (the core's or its system's plugin), and reaches each verdict - reproduced, not
-reproduced, inconclusive - from synthetic repetitions of its sides (harness/analyze.py ``_judge``; the
+reproduced, inconclusive - from synthetic repetitions of its sides (harness/judge.py ``_judge``; the
 groups are TEST DOUBLES of a pooled summary's, nothing is run)."""
 
 import math
 
 import pytest
 
-from harness import analyze
-from harness.analyze import all_metrics
+from harness import judge
+from harness.judge import all_metrics
 from harness.catalogue import list_papers, load_paper
 from harness.claims import claim_band, is_range
 
@@ -64,10 +64,10 @@ def _judge(paper, experiment, claim, statistic: float, reps: int) -> dict:
             groups.append(group)
         else:
             others.setdefault(exp_id, {"runs": ["r"], "groups": []})["groups"].append(group)
-    cores = analyze.paper_cores(experiment, {"paper_hardware": paper.doc["paper"].get("hardware")})
+    cores = judge.paper_cores(experiment, {"paper_hardware": paper.doc["paper"].get("hardware")})
     context = {"cores": cores or 2, "paper_hardware": {"cores": cores}, "scale": "paper", "not_runnable": {},
                "other_runs": others}
-    return analyze._judge(claim, experiment, groups, context)
+    return judge._judge(claim, experiment, groups, context)
 
 
 def test_every_claim_names_metrics_the_harness_computes():

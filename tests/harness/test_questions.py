@@ -5,7 +5,7 @@ repetitions as [run, index, value]); the catalogue's own questions are used."""
 import yaml
 
 from harness import REPO_ROOT, validity
-from harness.analyze import evaluate_claim, with_evidence
+from harness.judge import evaluate_claim, with_evidence
 from harness.questions import answer_question as _answer_with
 from harness.report.revisits import revisit_blocks
 from harness.report.verdicts import question_blocks
@@ -14,7 +14,7 @@ PAPERS = REPO_ROOT / "papers"
 
 
 def answer_question(question, experiment, groups, context, summaries):
-    """The question judged as analyze judges it (evaluate_claim, then with_evidence)."""
+    """The question judged as the run's summary judges it (evaluate_claim, then with_evidence)."""
     return _answer_with(question, lambda claim: with_evidence(evaluate_claim(claim, experiment, groups, context),
                                                               summaries, compared=claim))
 

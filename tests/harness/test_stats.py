@@ -1,4 +1,4 @@
-"""Intervals and the three verdicts (issue 23, item 2): harness/stats.py and how analyze uses it.
+"""Intervals and the three verdicts (issue 23, item 2): harness/stats.py and how judge uses it.
 
 Boundaries of a verdict (interval inside, wholly outside, straddling the band), the number of
 repetitions that would decide an inconclusive one, and the refusal at one repetition.
@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from harness import analyze, stats
+from harness import judge, stats
 from harness.stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 
@@ -135,7 +135,7 @@ def _groups(fast, slow, run="r"):
 
 
 def _claim(groups):
-    return analyze.evaluate_claim(CLAIM, EXPERIMENT, groups, {"scale": "smoke", "cores": 2})
+    return judge.evaluate_claim(CLAIM, EXPERIMENT, groups, {"scale": "smoke", "cores": 2})
 
 
 def test_a_claim_from_paired_repetitions_inside_outside_and_straddling():
