@@ -131,7 +131,8 @@ def export_paper(paper_id: str, results: Path, out: Path, papers_dir: Path | Non
     units = all_metrics()
     measurements, claims, questions = [], [], []
     for experiment in paper.experiments:
-        selection = select_runs(results, paper_id, experiment["id"], named=runs, since=since)
+        selection = select_runs(results, paper_id, experiment["id"], named=runs, since=since,
+                                judged_when=experiment.get("judged_when") or None)
         if selection is None:
             continue
         summary = analyze_pool(selection.pooled)

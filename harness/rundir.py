@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -476,16 +476,20 @@ def configuration_difference(a: dict, b: dict) -> str:
 class Selection:
     """The runs of one experiment a report shows, and every other run it saw.
 
-    ``pooled``: complete runs of one configuration (the newest complete run's), oldest first, whose
+    ``pooled``: complete runs of one configuration (the strongest stored: ``strength``), oldest first, whose
     repetitions are pooled; when no run is complete, the newest run alone (``complete`` False).
     ``listed``: every run considered, newest first, each ``{run_id, path, status, started_utc,
     pooled, why}`` (why: the reason it is not pooled).
+    ``configurations``: every configuration with complete runs, strongest first, each ``{configuration, runs,
+    repetitions, unmet, pooled, strength}`` (``unmet``: the ``judged_when`` conditions it falls short of;
+    ``strength``: in words, why it ranks where it does).
     """
 
     pooled: list[Run]
     listed: list[dict]
     complete: bool
     configuration: dict
+    configurations: list[dict] = field(default_factory=list)
 
     @property
     def shown(self) -> Run:
@@ -503,14 +507,76 @@ def _since(value: str) -> str:
     raise HarnessError(f"--since {value!r}: give a UTC date or time, e.g. 2025-01-31 or 2025-01-31T12:00:00Z")
 
 
+#: Scales from the smallest: a larger scale is stronger evidence (more transactions a point).
+SCALES = ("smoke", "local", "paper")
+
+
+def _value(parameters: dict, name: str):
+    value = (parameters or {}).get(name)
+    return value.get("value") if isinstance(value, dict) and "value" in value else value
+
+
+def unmet_conditions(judged_when: list[dict] | None, parameters: dict) -> list[dict]:
+    """The ``judged_when`` conditions (papers/schema.json) that ``parameters`` (a configuration's resolved
+    parameters) do not meet, each with the ``value`` measured; a condition whose parameters are unknown is
+    left out (nothing to say it fails)."""
+    out = []
+    for cond in judged_when or []:
+        value = _value(parameters, cond["parameter"])
+        divisor = _value(parameters, cond["divided_by"]) if cond.get("divided_by") else 1
+        if not isinstance(value, (int, float)) or not isinstance(divisor, (int, float)) or not divisor:
+            continue
+        if value / divisor < cond["min"]:
+            out.append({**cond, "value": value / divisor})
+    return out
+
+
+def _core_counts(cores) -> list[int]:
+    return sorted({int(c) for c in (cores if isinstance(cores, list) else [cores]) if isinstance(c, (int, float))})
+
+
+def strength(config: dict, repetitions: int, unmet: list[dict], paper_cores: int | None) -> tuple:
+    """How strongly a configuration's complete runs can judge an experiment's claims, as a key to sort by
+    (larger is stronger): the ``judged_when`` conditions it meets (fewer unmet), its scale (``SCALES``), its
+    cores (the paper's core count measured; then several core counts, which give a trend to the paper's; then
+    the most cores), then the repetitions pooled."""
+    counts = _core_counts(config.get("cores"))
+    scale = SCALES.index(config.get("scale")) if config.get("scale") in SCALES else -1
+    return (-len(unmet), scale, bool(paper_cores) and paper_cores in counts, len(counts) > 1,
+            max(counts, default=0), repetitions)
+
+
+def strength_text(config: dict, repetitions: int, unmet: list[dict]) -> str:
+    """``scale local, cores [1, 2], 3 repetition(s), meets its judging conditions`` (``strength`` in words)."""
+    counts = _core_counts(config.get("cores"))
+    cores = ", ".join(map(str, counts)) or "unknown"
+    return (f"scale {config.get('scale')}, {cores} core(s), {repetitions} repetition(s), "
+            + (("falls short of " + ", ".join(c["what"] for c in unmet)) if unmet else "meets its judging conditions"))
+
+
+def _stored_judging(run: Run) -> tuple[list[dict], int | None]:
+    """The ``judged_when`` and the paper's cores a run's stored experiment.yaml states."""
+    stored = run.stored("experiment") or {}
+    experiment = stored.get("experiment") or {}
+    cores = None
+    for hardware in (experiment.get("hardware"), (stored.get("paper") or {}).get("hardware")):
+        if isinstance(hardware, dict) and hardware.get("cores"):
+            cores = int(hardware["cores"])
+            break
+    return experiment.get("judged_when") or [], cores
+
+
 def select_runs(results: Path, paper: str, experiment: str, *, named: list[Path] | None = None,
-                since: str | None = None, build_kind: str | None = None) -> Selection | None:
-    """The runs of an experiment to show: every complete run of the newest complete run's configuration
-    (``configuration``), pooled. Failed, interrupted, incomplete (a point of its plan missing: ``missing_points``),
-    still running, abandoned and ``--variant``-restricted
+                since: str | None = None, build_kind: str | None = None,
+                judged_when: list[dict] | None = None) -> Selection | None:
+    """The runs of an experiment to show: every complete run of the strongest configuration stored
+    (``configuration``, ranked by ``strength``: the one whose scale and cores can judge the claims, then the
+    most repetitions; the newest among equals), pooled, whatever ran last. Failed, interrupted, incomplete (a
+    point of its plan missing: ``missing_points``), still running, abandoned and ``--variant``-restricted
     runs and complete runs of other configurations are listed, never shown instead of a complete run; with
     no complete run the newest run is shown alone. ``named`` (run directories) or ``since`` (a UTC date or
-    time) restrict the runs considered; ``build_kind`` keeps only runs of that build. None without runs.
+    time) restrict the runs considered; ``build_kind`` keeps only runs of that build. ``judged_when``: the
+    catalogue's conditions for judging (else those of the newest run's stored experiment). None without runs.
     """
     named_paths = {Path(p).resolve() for p in named} if named is not None else None
     since = _since(since) if since else None
@@ -547,7 +613,27 @@ def select_runs(results: Path, paper: str, experiment: str, *, named: list[Path]
 
     complete = [r for r in runs if status(r) == "complete" and not left_out(r)]
     configs = {r.id: configuration(r) for r in runs}
-    shown = configs[(complete[0] if complete else runs[0]).id]
+    stored_when, paper_cores = _stored_judging(runs[0])
+    judged_when = stored_when if judged_when is None else judged_when
+    # every configuration with complete runs (newest first, as ``complete``), ranked by its strength
+    groups: list[dict] = []
+    for run in complete:
+        group = next((g for g in groups if g["configuration"] == configs[run.id]), None)
+        if group is None:
+            group = {"configuration": configs[run.id], "runs": [], "repetitions": 0,
+                     "unmet": unmet_conditions(judged_when, configs[run.id]["parameters"])}
+            groups.append(group)
+        group["runs"].append(run.id)
+        group["repetitions"] += int(run.stored("resolved").get("repetitions") or 0)
+    for g in groups:
+        g["strength"] = strength_text(g["configuration"], g["repetitions"], g["unmet"])
+    order = sorted(range(len(groups)), key=lambda i: (strength(groups[i]["configuration"], groups[i]["repetitions"],
+                                                               groups[i]["unmet"], paper_cores), -i), reverse=True)
+    groups = [groups[i] for i in order]
+    for i, g in enumerate(groups):
+        g["pooled"] = i == 0
+        g["runs"] = g["runs"][::-1]  # oldest first
+    shown = groups[0]["configuration"] if groups else configs[runs[0].id]
     pooled, listed = [], []
     for run in runs:
         why = None
@@ -563,4 +649,5 @@ def select_runs(results: Path, paper: str, experiment: str, *, named: list[Path]
             pooled.append(run)
         listed.append({"run_id": run.id, "path": str(run.path), "status": status(run),
                        "started_utc": run.metadata["started_utc"], "pooled": run in pooled, "why": why})
-    return Selection(pooled=pooled[::-1], listed=listed + unreadable, complete=bool(complete), configuration=shown)
+    return Selection(pooled=pooled[::-1], listed=listed + unreadable, complete=bool(complete), configuration=shown,
+                     configurations=groups)

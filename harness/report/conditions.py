@@ -5,30 +5,17 @@ judge it, never a verdict. Used by the report and the export alike."""
 
 from __future__ import annotations
 
+from ..rundir import SCALES, unmet_conditions
 from .text import fmt
 
-#: Scales from the smallest.
-SCALES = ("smoke", "local", "paper")
-
-
-def _value(parameters: dict, name: str):
-    value = (parameters or {}).get(name)
-    return value.get("value") if isinstance(value, dict) and "value" in value else value
+__all__ = ["SCALES", "apply", "unmet"]
 
 
 def unmet(experiment: dict, parameters: dict) -> list[dict]:
     """The ``judged_when`` conditions of ``experiment`` that ``parameters`` (a configuration's resolved
     parameters) do not meet, each with the ``value`` measured; a condition whose parameters are unknown is
-    left out (nothing to say it fails)."""
-    out = []
-    for cond in experiment.get("judged_when") or []:
-        value = _value(parameters, cond["parameter"])
-        divisor = _value(parameters, cond["divided_by"]) if cond.get("divided_by") else 1
-        if not isinstance(value, (int, float)) or not isinstance(divisor, (int, float)) or not divisor:
-            continue
-        if value / divisor < cond["min"]:
-            out.append({**cond, "value": value / divisor})
-    return out
+    left out (nothing to say it fails). The same test ranks the stored configurations (``rundir.select_runs``)."""
+    return unmet_conditions(experiment.get("judged_when"), parameters)
 
 
 def apply(claims: list[dict], experiment: dict, parameters: dict, scale: str | None = None) -> list[dict]:

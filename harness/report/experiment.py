@@ -92,6 +92,15 @@ def runs_blocks(selection: Selection) -> list[tuple]:
         text = (f"No complete run of this experiment: shown is the newest run, `{runs[0].id}` "
                 f"({selection.listed[0]['why']}), with only the points it completed.")
     blocks = [("p", text)]
+    configs = getattr(selection, "configurations", None) or []
+    if len(configs) > 1:
+        blocks.append(("p", f"Its claims are judged from this configuration ({configs[0]['strength']}): the "
+                            "strongest of the complete configurations stored (the one whose scale and cores can "
+                            "judge the claims, then the most repetitions; the newest among equals), whatever ran "
+                            "last. The complete configurations stored, strongest first:"))
+        blocks.append(("table", ["configuration", "runs", "judged from it"],
+                       [[c["strength"], ", ".join(f"`{r}`" for r in c["runs"]), "yes" if c["pooled"] else "no"]
+                        for c in configs]))
     others = [r for r in selection.listed if not r["pooled"]]
     if others:
         blocks.append(("p", "Other runs of this experiment, not pooled (a run of another configuration is "
@@ -142,7 +151,8 @@ def experiment_blocks(experiment: dict, selection: Selection,
     headers, rows = _measured_table(stored, summary, kind)
     if rows:
         blocks.append(("table", headers, rows))
-    evidence = (f"{kind or 'reference'}, {cores_text(selection.configuration['cores'])}, "
+    evidence = (f"{kind or 'reference'}, scale {selection.configuration.get('scale')}, "
+                f"{cores_text(selection.configuration['cores'])}, "
                 f"{len(selection.pooled)} run(s): " + ", ".join(r.id for r in selection.pooled))
     claims = [{**c, "evidence": f"{evidence_class_text(c.get('evidence_class'))}; {evidence}"}
               for c in with_caveats(summary["claims"], stored)]

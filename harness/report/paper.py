@@ -56,7 +56,8 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
     body, all_claims, not_runnable, not_run, entries = [], [], [], [], []
     questions_of: dict[str, list[dict]] = {}
     for experiment in paper.experiments:
-        selection = select_runs(results, paper_id, experiment["id"], named=runs, since=since)
+        selection = select_runs(results, paper_id, experiment["id"], named=runs, since=since,
+                                judged_when=experiment.get("judged_when") or None)
         if selection is None:
             if experiment.get("runnable"):
                 not_run.append([experiment["id"], experiment["title"]])

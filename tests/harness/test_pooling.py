@@ -33,9 +33,10 @@ def _blocks(tps: float) -> pd.DataFrame:
 
 
 def make_run(results, root, name: str, tps: dict, *, status="complete", cores=2, started="2026-01-01T00:00:00Z",
-             reps=3, left_out=(), source="a" * 40) -> Run:
+             reps=3, left_out=(), source="a" * 40, scale="smoke", parameters=None) -> Run:
     """A TEST DOUBLE of a stored run of mini/bench: ``tps`` maps (variant, batch_timeout_ms) to the
-    throughput of each repetition (a list, one value per repetition index)."""
+    throughput of each repetition (a list, one value per repetition index); ``parameters``: resolved
+    parameters beside ``block_size``."""
     paper = yaml.safe_load((root / "papers" / "mini.yaml").read_text())
     experiment = next(e for e in paper["experiments"] if e["id"] == "bench")
     path = results / "mini" / "bench" / name
@@ -57,13 +58,15 @@ def make_run(results, root, name: str, tps: dict, *, status="complete", cores=2,
             write_json(d / "point.json", point)
             store_point_tables(d, {"blocks": _blocks(value)})
             write_json(d / "summary.json", {"schema_version": SCHEMA_VERSION, "status": "complete", "reason": None})
-    write_yaml(path / "resolved.yaml", {"schema_version": SCHEMA_VERSION, "scale": "smoke", "repetitions": reps,
-                                        "parameters": {"block_size": {"value": 10, "source": "experiment"}},
+    write_yaml(path / "resolved.yaml", {"schema_version": SCHEMA_VERSION, "scale": scale, "repetitions": reps,
+                                        "parameters": {"block_size": {"value": 10, "source": "experiment"},
+                                                       **{k: {"value": v, "source": "scale"}
+                                                          for k, v in (parameters or {}).items()}},
                                         "sweep": {"batch_timeout_ms": [100, 200]}, "variants": {},
                                         "not_runnable_variants": not_runnable, "points": points})
     write_json(path / "metadata.json", {
         "schema_version": SCHEMA_VERSION, "paper": "mini", "experiment": "bench", "run_id": name,
-        "status": status, "reason": None if status == "complete" else "SIGINT", "scale": "smoke",
+        "status": status, "reason": None if status == "complete" else "SIGINT", "scale": scale,
         "git": {"sha": "a" * 40, "short": "aaaaaaa", "dirty": False},
         "build": {"kind": "reference", "source": source}, "provider": "local", "systems_dir": str(root / "systems"),
         "host": {"cores": cores, "cpu_model": "Test CPU"}, "started_utc": started, "ended_utc": started,
@@ -181,3 +184,4 @@ def test_a_named_directory_that_is_not_a_run_of_the_paper_is_refused(root, store
     write_json(other / "metadata.json", {**meta, "paper": "other"})
     with pytest.raises(HarnessError, match="a run of paper 'other'"):
         render_paper("mini", store, tmp_path / "reports", root / "papers", runs=[other])
+
