@@ -93,10 +93,25 @@ def _scale_factor(experiment: dict | None, here: str | None, there: str | None) 
     return b / a if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a else None
 
 
+def _stored_alike(selection, scale: str | None, cores: list, kind: str | None, repeat: int) -> dict | None:
+    """The stored complete configuration (``Selection.configurations``) that the command ``next_run`` would
+    propose makes again (its scale, build kind and cores) with ``repeat`` repetitions or more; None if none."""
+    want = sorted({c for c in cores if isinstance(c, int)})
+    for c in getattr(selection, "configurations", None) or []:
+        config = c["configuration"]
+        have = config.get("cores")
+        have = sorted(set(have)) if isinstance(have, list) else [have]
+        if config.get("scale") == scale and (config.get("build") or {}).get("kind") == kind and have == want \
+                and c["repetitions"] >= repeat:
+            return c
+    return None
+
+
 def next_run(paper_id: str, experiment_id: str, claims: list[dict], selection, experiment: dict | None = None
              ) -> dict | None:
     """What to run to decide ``claims``' inconclusive verdicts: ``{command, repeat, why, estimate_s, how}``;
-    None when none is inconclusive."""
+    None when none is inconclusive, or when the command would make a configuration stored complete with as many
+    repetitions already and repetitions cannot decide the open claims (``_stored_alike``)."""
     open_claims = [c for c in claims if c["verdict"] == "inconclusive" or c.get("judged_at_scale")
                    or (c.get("cores") or {}).get("verdict") == "inconclusive"]
     if not open_claims:
@@ -115,6 +130,7 @@ def next_run(paper_id: str, experiment_id: str, claims: list[dict], selection, e
     else:
         why = (f"{MIN_REPEAT} repetitions: one has no spread, so no interval; the spread they show says "
                "how many more would decide")
+    kind = (config.get("build") or {}).get("kind")
     # the cores: a claim whose paper's cores were not measured is decided by the trend over a cpus sweep
     shown = getattr(selection, "shown", None)
     host = ((getattr(shown, "metadata", None) or {}).get("host") or {})
@@ -129,10 +145,18 @@ def next_run(paper_id: str, experiment_id: str, claims: list[dict], selection, e
             why += "; this host has one CPU: no cpus sweep, the verdict at the paper's cores stays open"
     if scale != config.get("scale"):
         why += f"; scale {scale}: the claims' conditions are not met at {config.get('scale')}"
+    # never a configuration already stored complete with as many repetitions: more of them where repetitions can
+    # decide a claim, else nothing to run here
+    stored = _stored_alike(selection, scale, sweep or [cpus.host_usable(host)], kind, repeat)
+    if stored:
+        if not any(c["verdict"] == "inconclusive" and not c.get("judged_at_scale") for c in open_claims):
+            return None
+        repeat = max(repeat, 2 * stored["repetitions"])
+        why += (f"; {stored['strength']} is stored already (" + ", ".join(stored["runs"])
+                + f"): twice its repetitions, {repeat}, pooled with it where the build is the same")
     command = f"invoke reproduce --paper {paper_id} --experiment {experiment_id}"
     if scale:
         command += f" --scale {scale}"
-    kind = (config.get("build") or {}).get("kind")
     if kind in ("upstream", "reference"):
         command += f" --build {kind}"
     command += f" --repeat {repeat}" + (f" --set cpus={','.join(map(str, sweep))}" if sweep else "")

@@ -17,7 +17,7 @@ from harness.errors import HarnessError
 from harness.report import render_paper
 
 from tests.harness.doubles import store_point_tables
-from harness.rundir import Run, select_runs, write_json, write_yaml
+from harness.rundir import Run, read_json, select_runs, write_json, write_yaml
 
 BLOCK_COLUMNS = ("vscc_ns", "mvcc_ns", "block_commit_ns", "state_commit_ns", "history_commit_ns")
 
@@ -185,3 +185,54 @@ def test_a_named_directory_that_is_not_a_run_of_the_paper_is_refused(root, store
     with pytest.raises(HarnessError, match="a run of paper 'other'"):
         render_paper("mini", store, tmp_path / "reports", root / "papers", runs=[other])
 
+
+def test_a_newer_smoke_run_does_not_hide_the_verdicts_of_a_stored_local_run(root, tmp_path):
+    """Issue 46, item 5: a complete local-scale run, then a newer smoke run of the same experiment (whose
+    1 repetition and 40 transactions cannot judge the claims): the report and the export still judge the
+    claims from the local run, say so and list the smoke run, and "Run next" does not propose the local
+    configuration again (on this 1-CPU host, nothing stored can be bettered by running it again)."""
+    from harness.export import export_paper
+    path = root / "papers" / "mini.yaml"
+    doc = yaml.safe_load(path.read_text())
+    bench = next(e for e in doc["experiments"] if e["id"] == "bench")
+    bench["judged_when"] = [{"what": "transactions", "parameter": "transactions", "min": 400, "scale": "local",
+                             "why": "a pipeline must fill"}]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    results = tmp_path / "results"
+    make_run(results, root, "20260101T000000Z-local", _equal_speed([1000, 1010, 990], [1000, 1000, 1000]),
+             started="2026-01-01T00:00:00Z", scale="local", parameters={"transactions": 400}, cores=1)
+    make_run(results, root, "20260102T000000Z-smoke", _equal_speed([3000], [1000]), started="2026-01-02T00:00:00Z",
+             reps=1, parameters={"transactions": 40}, cores=1)
+    chosen = select_runs(results, "mini", "bench")
+    assert [r.id for r in chosen.pooled] == ["20260101T000000Z-local"] and chosen.configuration["scale"] == "local"
+    assert [c["runs"] for c in chosen.configurations] == [["20260101T000000Z-local"], ["20260102T000000Z-smoke"]]
+    out = render_paper("mini", results, tmp_path / "reports", root / "papers")
+    md = (out / "report.md").read_text()
+    claim = next(line for line in md.splitlines() if line.startswith("| bench | Quick is as fast as slow"))
+    assert "**reproduced**" in claim and "not comparable" not in claim
+    assert "reference, scale local, 1 cores, 1 run(s): 20260101T000000Z-local" in md  # the claims' evidence
+    assert ("judged from this configuration (scale local, 1 core(s), 3 repetition(s), meets its judging "
+            "conditions)") in md
+    assert "| scale smoke, 1 core(s), 1 repetition(s), falls short of transactions | `20260102T000000Z-smoke` | no |" in md
+    assert "another configuration: scale smoke, not local; transactions=40, not 400" in md
+    glance = md[md.index("## At a glance"):md.index("## Claims")]
+    assert "Run next" not in glance and "scale local" in glance
+    assert read_json(out / "glance.json")["next"] == []
+    claims = export_paper("mini", results, tmp_path / "export", root / "papers")["claims"]
+    c1 = claims[claims.claim == "c1"].iloc[0]
+    assert c1.verdict == "reproduced" and json.loads(c1.runs) == ["20260101T000000Z-local"]
+
+
+def test_run_next_asks_for_more_repetitions_than_a_stored_configuration_has():
+    """Issue 46, item 5: where the command would make a configuration stored complete with as many
+    repetitions, "Run next" asks for twice them (they pool with it), and names it."""
+    from harness.report.glance import next_run
+    stored = {"configuration": {"scale": "local", "build": {"kind": "reference"}, "cores": 1}, "repetitions": 3,
+              "runs": ["r1"], "strength": "scale local, 1 core(s), 3 repetition(s), meets its judging conditions",
+              "pooled": True}
+    selection = type("S", (), {"configuration": stored["configuration"], "configurations": [stored], "pooled": [],
+                               "shown": type("R", (), {"metadata": {"host": {"cores": 1}}})()})()
+    n = next_run("p", "e", [{"verdict": "inconclusive"}], selection)
+    assert "--scale local --build reference --repeat 6" in n["command"] and "stored already (r1)" in n["why"]
+    selection.configurations = [{**stored, "repetitions": 2}]
+    assert "--repeat 3" in next_run("p", "e", [{"verdict": "inconclusive"}], selection)["command"]
