@@ -1,8 +1,8 @@
 """Render a paper's report (Markdown and self-contained HTML) from stored runs only.
 
 For every experiment of the paper's catalogue the report pools the repetitions
-of every complete run of one configuration (``rundir.select_runs``: the newest
-complete run's scale, build, provider, cores and parameters), or of the runs
+of every complete run of one configuration (``rundir.select_runs``: the strongest
+stored, whatever ran last: judged_when met, then scale, cores, repetitions), or of the runs
 named with ``--run`` / started ``--since`` a date, and lists every run it saw
 with why it is not pooled (incomplete, restricted to some variants, another
 configuration). It shows a figure drawn like the paper's (same axes and series)
