@@ -93,7 +93,7 @@ def _point_rows(run: Run, paper: str, experiment: str, units: dict[str, str]) ->
 
 
 def _claim_row(claim: dict, paper: str, experiment: dict, runs: list[str]) -> dict:
-    """One claim's row: its band, sides, estimate, interval and verdict (analyze.evaluate_claim's result)."""
+    """One claim's row: its band, sides, estimate, interval and verdict (judge.evaluate_claim's result)."""
     spec = next(c for c in experiment.get("claims") or [] if c["id"] == claim["id"])
     low = high = None
     if spec.get("expected") is not None:

@@ -60,7 +60,7 @@ def measured_text(claim: dict) -> str:
 
 def verdict_text(claim: dict) -> str:
     """The claim's verdict as measured and, where the paper states its cores and they differ from those
-    measured, the verdict at the paper's cores (analyze.cores_section)."""
+    measured, the verdict at the paper's cores (judge.cores_section)."""
     text = f"**{claim['verdict']}**"
     if claim.get("judged_at_scale"):  # harness/report/conditions.py: never a verdict where the scale cannot show it
         return text + f" at this scale (scale {claim['judged_at_scale']} judges it)"
