@@ -23,7 +23,6 @@ calls this module; docs/validity.md says what each check can and cannot see):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import time
@@ -35,6 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import HarnessError
+from .upstream_source import sha256_file
 
 #: A ledger with more transactions than this is verified on a sample (every transaction the ledger marks
 #: invalid, plus a deterministic random share that checks about this many in all).
@@ -179,21 +179,12 @@ def owed_transactions(codes: pd.DataFrame, blocks: list[int] | None = None) -> i
     return int(len(validated))
 
 
-def sha256_of(path: Path) -> str:
-    """The SHA-256 of a file's content, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def fingerprint(ledger: Ledger, txverify_bin: Path, policy: str | None, msp_dirs: list[str]) -> dict:
     """What a stored verifier result was computed from: each block file's name and content (SHA-256: a file
     changed with its size and time restored is another file), the verifier's version (the SHA-256 of
     ``bin/txverify``: a rebuilt verifier checks anew), the policy and the MSP directories."""
-    return {"files": [[f.name, sha256_of(f)] for f in ledger.files],
-            "verifier": sha256_of(txverify_bin) if Path(txverify_bin).is_file() else None,
+    return {"files": [[f.name, sha256_file(f)] for f in ledger.files],
+            "verifier": sha256_file(txverify_bin) if Path(txverify_bin).is_file() else None,
             "policy": policy, "msp_dirs": list(msp_dirs)}
 
 
