@@ -29,7 +29,7 @@ import yaml
 
 from .. import cpus as host_cpus
 from ..errors import HarnessError
-from ..topology import Layout
+from ..topology import Layout, as_layout
 
 
 class Provider(ABC):
@@ -146,6 +146,7 @@ class Provider(ABC):
         return path
 
 
-def groups_of(layout: Layout, placed: dict[str, str]) -> dict[str, list[str]]:
-    """``{component: [host]}`` from a layout and where each of its hosts was placed."""
-    return layout.groups(placed)
+def groups_of(layout: Layout | dict[str, list[str]], placed: dict[str, str]) -> dict[str, list[str]]:
+    """``{component: [host]}`` from a layout (a plain ``{role: [component]}``: one host per role, named after
+    it) and where each of its hosts was placed."""
+    return as_layout(layout).groups(placed)
