@@ -47,6 +47,20 @@ def role_defaults(role: str) -> dict:
     return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path and path.is_file() else {}
 
 
+#: A role's own file of what the harness checks before deploying it and how it lays out its instances
+#: (its format: harness/preflight.py; ``instances_over_hosts``: harness/topology.py).
+PREFLIGHT_META = "meta/preflight.yml"
+
+
+def role_preflight(role: str) -> dict:
+    """A role's ``meta/preflight.yml`` ({} when it has none)."""
+    import yaml
+
+    folder = role_dir(role)
+    path = folder / PREFLIGHT_META if folder else None
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path and path.is_file() else {}
+
+
 def playbook_path(playbook: str) -> Path:
     """``playbooks/<playbook>``, else the one system playbook of that name (``systems/*/playbooks/``)."""
     shared = PLAYBOOKS / playbook

@@ -36,10 +36,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import yaml
 
 from . import REPO_ROOT
-from .deploy import role_defaults, role_dir
+from .deploy import role_defaults, role_dir, role_preflight
 from .errors import HarnessError
 from .providers import THIS_MACHINE
 from .topology import as_layout
@@ -57,14 +56,7 @@ MIN_FREE_GIB = {"smoke": 2, "local": 5, "paper": 20}
 #:   read from ``from_role``'s defaults (default: this role's);
 #: * ``instances_over_hosts``: true when the role deals its instances over every host of its group, so
 #:   that the paper's N servers of the role are laid out as N hosts (harness/topology.py).
-PREFLIGHT_META = "meta/preflight.yml"
-
-
-def role_preflight(role: str) -> dict:
-    """A role's ``meta/preflight.yml`` ({} when it has none)."""
-    folder = role_dir(role)
-    path = folder / PREFLIGHT_META if folder else None
-    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path and path.is_file() else {}
+#: (the file is ``deploy.PREFLIGHT_META``, read by ``deploy.role_preflight``).
 
 
 class PreflightError(HarnessError):

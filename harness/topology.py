@@ -31,9 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import yaml
-
-from .deploy import role_dir
+from .deploy import role_preflight
 
 #: The key of a role's ``meta/preflight.yml`` saying that it deals its instances over its group's hosts.
 SPREADS = "instances_over_hosts"
@@ -106,10 +104,7 @@ def as_layout(layout) -> Layout:
 
 def spreads(component: str) -> bool:
     """Whether ``component``'s role deals its instances over every host of its group."""
-    folder = role_dir(component)
-    path = folder / "meta" / "preflight.yml" if folder else None
-    doc = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path and path.is_file() else {}
-    return bool(doc.get(SPREADS))
+    return bool(role_preflight(component).get(SPREADS))
 
 
 def host_name(role: str, index: int, count: int) -> str:
