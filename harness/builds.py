@@ -12,7 +12,9 @@ A driver spec is ``{playbook, roles, binaries, placement}``: the playbook of
 a point, the roles it starts (teardown stops them in reverse), this
 repository's commands it needs, and the topology role each component's host
 has (or a list of roles: one host each, e.g. one PBFT peer per host). ``--build auto`` (the default) takes upstream wherever its recipe has the
-driver and its source is at hand, and says why when it falls back.
+driver and its source can be had (``upstream_source.source_available``: a cached build of the pin, a
+snapshot, or a repository that answers within seconds, not merely git on PATH), and says why when it falls
+back. An explicit ``--source git`` whose repository cannot be reached fails instead of falling back.
 """
 
 from __future__ import annotations
@@ -131,6 +133,10 @@ def _upstream_unavailable(systems: list[str], driver: str, source: str, systems_
         if upstream_driver(system, driver, systems_dir) is None:
             return f"system {system} has no upstream driver {driver!r} yet (systems/{system}/upstream.yaml)"
         why = upstream.source_available(upstream.load_recipe(system, systems_dir or upstream.SYSTEMS), source)
+        if why and source == "git":  # asked for by name: no quiet fallback to the reference build
+            raise HarnessError(f"--source git: system {system}: {why}",
+                               hint="reach the repository (or a mirror: git's url.<base>.insteadOf), "
+                                    "or leave --source at auto to fall back to the reference build")
         if why:
             return f"system {system}: {why}"
     return None

@@ -20,7 +20,8 @@ one ``PreflightError`` with one line per problem (issue 24, item 1):
   ``ip``, ``unshare``, ``ssh``, ``sshd`` and, where links are delayed,
   toxiproxy.
 * **build**: the reference build's commands built in ``bin/``; an upstream
-  build's source at hand (snapshot or git) and its toolchain (Go, and the
+  build's source at hand (a cached build of the pin, a snapshot, or a repository
+  that answers ``git ls-remote`` within seconds) and its toolchain (Go, and the
   ``tools`` of its components' build kinds, ``harness.plugin_api.BuildKind``).
 * **disk**: free space on the file systems of the run store and the work
   directory, at least ``MIN_FREE_GIB[scale]`` (smoke 2 GiB, local 5 GiB,

@@ -6,6 +6,12 @@ checked against ``MANIFEST.tsv``, its commit against the pin) or from a
 ``git clone`` of the commit (the ref's commit checked against the pin); ``auto``
 prefers a snapshot that is present. What was used is returned, to be recorded.
 
+Whether a source *can* be had (``source_available``) is tried, not assumed: a
+build of the pinned commit already in the cache, a snapshot, or a repository
+that answers ``git ls-remote`` within ``probe_timeout_s()`` (asked once per
+repository in a process), so that a machine without a network falls back to
+the reference build instead of failing at the clone.
+
 A leaf of the upstream build: it imports nothing of the harness but its errors
 and tools, so that the recipe reader, the build and the build kinds a system
 defines (through ``harness.plugin_api.BuildContext``) all use one copy.
@@ -16,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -29,6 +37,12 @@ from .tools import require_tool
 #: Where the source snapshots live beside a checkout (``FABRICREPRO_UPSTREAM_SNAPSHOTS`` overrides).
 SNAPSHOTS = REPO_ROOT.parent / "shared" / "upstream"
 SOURCES = ("auto", "snapshot", "git")
+#: Where upstream builds are cached (``harness.upstream.BUILDS``; this leaf cannot import it).
+BUILDS = REPO_ROOT / "build" / "upstream"
+#: Seconds ``git ls-remote`` may take to show that a repository can be cloned (``FABRICREPRO_GIT_PROBE_TIMEOUT_S``).
+PROBE_TIMEOUT_S = 8.0
+
+_probes: dict[str, str | None] = {}   # clone URL -> why it cannot be cloned now (None: it answered); per process
 
 
 def snapshots_dir() -> Path:
@@ -61,20 +75,99 @@ def snapshot_archive(recipe: dict, directory: Path | None = None) -> tuple[Path,
     return (archive, row) if archive.is_file() else None
 
 
+def clone_url(recipe: dict) -> str:
+    """Where a pinned tree is cloned from: the recipe's ``clone_url``, else GitHub (git's
+    ``url.<base>.insteadOf`` may point that at a mirror)."""
+    return recipe.get("clone_url") or f"https://github.com/{recipe['repository']}.git"
+
+
+def probe_timeout_s() -> float:
+    """The probe's time limit: ``FABRICREPRO_GIT_PROBE_TIMEOUT_S``, else ``PROBE_TIMEOUT_S``."""
+    value = os.environ.get("FABRICREPRO_GIT_PROBE_TIMEOUT_S")
+    try:
+        return float(value) if value else PROBE_TIMEOUT_S
+    except ValueError:
+        raise HarnessError(f"FABRICREPRO_GIT_PROBE_TIMEOUT_S={value!r} is not a number of seconds") from None
+
+
+def git_unreachable(url: str) -> str | None:
+    """Why ``url`` cannot be cloned now (None when it can): ``git ls-remote`` of its HEAD within
+    ``probe_timeout_s()``, no prompt for credentials. Asked once per URL in a process
+    (``forget_probes`` asks again)."""
+    if url not in _probes:
+        _probes[url] = _probe(url)
+    return _probes[url]
+
+
+def forget_probes() -> None:
+    """Forget what ``git_unreachable`` found (the next question probes again)."""
+    _probes.clear()
+
+
+def _probe(url: str) -> str | None:
+    if not shutil.which("git"):
+        return "no git on PATH"
+    timeout = probe_timeout_s()
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
+    env.setdefault("GIT_SSH_COMMAND", f"ssh -o BatchMode=yes -o ConnectTimeout={max(1, int(timeout))}")
+    # a session of its own: on timeout the whole group goes (git ls-remote runs git-remote-https, which would
+    # hold the pipes open after git itself is killed)
+    proc = subprocess.Popen(["git", "ls-remote", url, "HEAD"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return f"git ls-remote {url} got no answer in {timeout:g} s"
+    if proc.returncode != 0:
+        lines = [line.strip() for line in (err or "").splitlines() if line.strip()]
+        return f"git ls-remote {url} failed (exit {proc.returncode}){': ' + lines[-1] if lines else ''}"
+    return None
+
+
+def cached_build(recipe: dict, builds: Path | None = None) -> Path | None:
+    """A finished build of the recipe's pinned commit in the cache (``build/upstream/<system>/<key>/``), or
+    None. It stands for the source: ``harness.upstream.build`` reuses it without fetching where its inputs
+    (patches, toolchain) are unchanged."""
+    root = Path(builds or BUILDS) / str(recipe.get("system") or "")
+    if not recipe.get("system") or not root.is_dir():
+        return None
+    for info in sorted(root.glob("*/build.json")):
+        try:
+            doc = json.loads(info.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if doc.get("commit") == recipe["commit"] and doc.get("built_commit", doc.get("commit")) == recipe["commit"]:
+            return info.parent
+    return None
+
+
 def source_available(recipe: dict, source: str = "auto") -> str | None:
-    """Why no source of ``recipe`` can be had with ``source`` (None if one can)."""
+    """Why no source of ``recipe`` can be had with ``source`` (None if one can).
+
+    ``snapshot``: the snapshot archive. ``auto`` and ``git``: a cached build of
+    the pin, else (``auto``) the snapshot, else a clone: tried (``git_unreachable``), not assumed.
+    """
     choose("upstream source", source, SOURCES)
+    if source != "snapshot" and cached_build(recipe):
+        return None
     for name, component in (recipe.get("components") or {}).items():
         why = source_available({**component, "system": f"{recipe['system']}/{name}"}, source)
         if why:
             return f"component {name}: {why}"
     if source in ("auto", "snapshot") and snapshot_archive(recipe):
         return None
+    no_snapshot = (f"no snapshot {recipe['snapshot']!r} in {snapshots_dir()}" if recipe.get("snapshot")
+                   else "no snapshot of it")
     if source == "snapshot":
-        return f"no snapshot {recipe.get('snapshot')!r} in {snapshots_dir()}"
-    if shutil.which("git"):
+        return no_snapshot
+    url = clone_url(recipe)
+    why = git_unreachable(url)
+    if why is None:
         return None
-    return f"no snapshot {recipe.get('snapshot')!r} in {snapshots_dir()} and no git to clone {recipe['repository']}"
+    return f"cannot clone {url}: {why}" if source == "git" else f"{no_snapshot}, and cannot clone {url}: {why}"
 
 
 def sha256_file(path: Path) -> str:
@@ -118,7 +211,7 @@ def _from_snapshot(recipe: dict, dest: Path, archive: Path, row: dict) -> dict:
 
 def _from_git(recipe: dict, dest: Path) -> dict:
     require_tool("git")
-    url = recipe.get("clone_url") or f"https://github.com/{recipe['repository']}.git"
+    url = clone_url(recipe)
     run_command(["git", "clone", "--quiet", "--no-checkout", url, str(dest)], f"clone {url}")
     git = ["git", "-C", str(dest)]
     absent = _absent_files(git, recipe["commit"])
