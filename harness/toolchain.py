@@ -28,7 +28,9 @@ APT_PACKAGES = ["protobuf-compiler", "libprotobuf-dev", "prometheus", "prometheu
                 # the report's browser check: headless Chromium loads the rendered HTML (test_report_browser.py)
                 "chromium",
                 # invoke kit: strip carries the binaries without symbols; venv makes the tests' bare Python
-                "binutils", "python3-venv"]
+                "binutils", "python3-venv",
+                # upstream builds: sources from git, patches, cgo (a stock Debian or Ubuntu has none of these)
+                "git", "patch", "make", "gcc", "g++"]
 GO_TOOLS = {"protoc-gen-go": "google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11",
             "protoc-gen-go-grpc": "google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1"}
 
@@ -70,22 +72,133 @@ def missing_apt_packages(packages=None) -> list[str]:
     return missing
 
 
+def uninstallable(policy: str, packages: list[str]) -> list[str]:
+    """The packages of ``packages`` that ``apt-cache policy``'s output ``policy`` gives no candidate (absent
+    from this distribution's archive, e.g. Ubuntu 24.04 has no libmozjs-78-dev, and its chromium is a snap)."""
+    candidates, name = set(), None
+    for line in policy.splitlines():
+        if line and not line[0].isspace() and line.endswith(":"):
+            name = line[:-1].split(":")[0]
+        elif name and line.strip().startswith("Candidate:") and line.split(":", 1)[1].strip() != "(none)":
+            candidates.add(name)
+    return [p for p in packages if p not in candidates]
+
+
 def _apt_install(packages: list[str], updated: bool) -> bool:
-    """Install ``packages`` (none: nothing); whether the package lists are now updated."""
+    """Install ``packages`` (none: nothing), leaving out, with a line naming them, those this distribution
+    does not have; whether the package lists are now updated."""
     if not packages:
         return updated
     sudo = [] if os.geteuid() == 0 else ["sudo"]
     if not updated:
         sh(sudo + ["apt-get", "update"])
-    sh(sudo + ["apt-get", "install", "-y", "--no-install-recommends"] + packages,
-       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    policy = subprocess.run(["apt-cache", "policy", *packages], capture_output=True, text=True, check=False).stdout
+    absent = uninstallable(policy, packages)
+    if absent:
+        print(f"not in this distribution's archive, left out: {' '.join(absent)} (what needs them skips or "
+              "fails naming them; Debian 12 has them all)", flush=True)
+    packages = [p for p in packages if p not in absent]
+    if packages:
+        sh(sudo + ["apt-get", "install", "-y", "--no-install-recommends"] + packages,
+           env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
     return True
 
 
+#: What installs this project on a bare Debian or Ubuntu, Python and Go included (README, "Start").
+BOOTSTRAP = "./setup"
+
+
+def go_mod_versions(go_mod: Path | None = None) -> tuple[str, str]:
+    """The Go versions ``go.mod`` states: the least its ``go`` line allows, and the toolchain to install
+    (its ``toolchain`` line, else the ``go`` line's version, as Go's own toolchain switch chooses)."""
+    text = (go_mod or REPO_ROOT / "go.mod").read_text(encoding="utf-8")
+    least = re.search(r"^go\s+(\S+)\s*$", text, re.M)
+    if not least:
+        raise HarnessError("go.mod has no `go` line")
+    toolchain = re.search(r"^toolchain\s+go(\S+)\s*$", text, re.M)
+    return least.group(1), toolchain.group(1) if toolchain else least.group(1)
+
+
+def go_version_key(version: str) -> tuple[int, int, int, int, int]:
+    """A sortable key for a Go version ("1.26.8", "go1.26.8", "1.26rc1", "1.26"): by Go's rules,
+    the language version 1.26 < 1.26rc1 < 1.26.0 < 1.26.8."""
+    m = re.fullmatch(r"(?:go)?(\d+)\.(\d+)(?:\.(\d+))?(?:(beta|rc)(\d+))?", version.strip())
+    if not m:
+        raise HarnessError(f"not a Go version: {version!r}")
+    major, minor, patch, pre, n = m.groups()
+    rank = 3 if patch is not None else {"beta": 1, "rc": 2}.get(pre or "", 0)
+    return int(major), int(minor), int(patch or 0), rank, int(n or 0)
+
+
+def installed_go_version(go: str) -> str | None:
+    """What ``go`` reports as its own version (outside any module: GOTOOLCHAIN switches nothing), or None."""
+    try:
+        out = subprocess.run([go, "env", "GOVERSION"], cwd="/", capture_output=True, text=True, check=False,
+                             env={**os.environ, "GOTOOLCHAIN": "local"}, timeout=60).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.removeprefix("go") or None
+
+
+def go_problem(go: str | None, have: str | None, go_mod: Path | None = None) -> str | None:
+    """Why the Go at ``go`` (of version ``have``) cannot build this project, naming the fix; None if it can."""
+    least, want = go_mod_versions(go_mod)
+    fix = (f"run `{BOOTSTRAP}` (it installs Go {want} for this clone through Go's own toolchain module), "
+           f"or install Go >= {least} first on PATH (https://go.dev/dl)")
+    if not go:
+        return f"no `go` on PATH; go.mod needs Go >= {least}: {fix}"
+    if not have:
+        return f"{go} does not say its version (`go env GOVERSION`); go.mod needs Go >= {least}: {fix}"
+    try:
+        if go_version_key(have) >= go_version_key(least):
+            return None
+    except HarnessError:
+        pass
+    return f"Go {have} ({go}) is older than go.mod's go {least}: {fix}"
+
+
+def python_problem(version: tuple[int, ...] = sys.version_info[:3], pyproject: Path | None = None) -> str | None:
+    """Why this Python (``version``) is too old for pyproject.toml's ``requires-python``, naming the fix."""
+    text = (pyproject or REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    m = re.search(r'^requires-python\s*=\s*">=\s*([\d.]+)"', text, re.M)
+    if not m:
+        return None
+    need = tuple(int(x) for x in m.group(1).split("."))
+    if tuple(version[:len(need)]) >= need:
+        return None
+    have = ".".join(str(x) for x in version)
+    return (f"Python {have} ({sys.executable}) is older than pyproject.toml's >= {m.group(1)}: run "
+            f"`{BOOTSTRAP}` with a python3 >= {m.group(1)} first on PATH (e.g. from pyenv)")
+
+
+def prerequisite_problems(missing_apt: list[str]) -> list[str]:
+    """What ``setup`` cannot do on this machine, each naming its fix; checked before it installs anything.
+    ``missing_apt``: the core's packages not installed (apt-get and root or sudo are needed only then)."""
+    problems = [p for p in (python_problem(),) if p]
+    if missing_apt and not shutil.which("apt-get"):
+        problems.append(f"no apt-get to install {' '.join(missing_apt)}: this set-up is for Debian and Ubuntu "
+                        "(Debian 12, Ubuntu 24.04 tested); install them with this system's package manager")
+    elif missing_apt and os.geteuid() != 0 and not shutil.which("sudo"):
+        problems.append(f"not root and no sudo, to apt-get install {' '.join(missing_apt)}: run it as root, or "
+                        "install sudo and allow this user")
+    go = shutil.which("go")
+    problem = go_problem(go, installed_go_version(go) if go else None)
+    if problem:
+        problems.append(problem)
+    return problems
+
+
 def setup() -> None:
-    """Install the core's apt packages, the Python requirements, every system's apt packages and the Go tools
-    that are missing, then build."""
-    updated = _apt_install(missing_apt_packages(APT_PACKAGES), False)
+    """Check the prerequisites (Python, Go of go.mod's version, apt-get with root or sudo) and stop naming
+    each fix if one fails; else install the core's apt packages, the Python requirements, every system's
+    apt packages and the Go tools that are missing, then build."""
+    ensure_go_bin_on_path()
+    missing = missing_apt_packages(APT_PACKAGES)
+    problems = prerequisite_problems(missing)
+    if problems:
+        raise HarnessError("cannot set up, nothing installed:\n" + "\n".join(f"  - {p}" for p in problems),
+                           hint=f"`{BOOTSTRAP}` checks and installs all of these on Debian and Ubuntu")
+    updated = _apt_install(missing, False)
     sh([sys.executable, "-m", "pip", "install", "-q", "-r", "requirements.txt"])
     apt, if_missing = system_setup()
     missing = missing_apt_packages(apt)

@@ -13,7 +13,7 @@ from .errors import HarnessError
 #: Which command installs each external tool.
 INSTALLED_BY = {
     "ansible-playbook": "invoke setup",
-    "go": "invoke setup (needs Go itself: https://go.dev/dl)",
+    "go": "./setup (the Go of go.mod's version)",
     "protoc": "invoke setup",
     "protoc-gen-go": "invoke setup",
     "protoc-gen-go-grpc": "invoke setup",
@@ -28,8 +28,17 @@ def go_bin_dir() -> Path | None:
     return Path(gopath) / "bin" if gopath else None
 
 
+#: Where ``./setup`` links the Go of go.mod's version (``go``, ``gofmt``) when the machine's is missing or
+#: older; ``. .venv/bin/activate`` puts it first on PATH, and so does ``ensure_go_bin_on_path``.
+PROJECT_GO_DIR = REPO_ROOT / ".venv" / "bin"
+
+
 def ensure_go_bin_on_path() -> None:
-    """Put the Go tools directory on this process's PATH (children inherit it)."""
+    """Put Go on this process's PATH (children inherit it): the Go ``./setup`` linked into ``.venv/bin``
+    first, where it did (also for ``.venv/bin/invoke`` run without activating), then the Go tools directory."""
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    if (PROJECT_GO_DIR / "go").exists() and path[:1] != [str(PROJECT_GO_DIR)]:
+        os.environ["PATH"] = os.pathsep.join([str(PROJECT_GO_DIR)] + [p for p in path if p != str(PROJECT_GO_DIR)])
     gobin = go_bin_dir()
     if gobin and str(gobin) not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + str(gobin)

@@ -103,6 +103,8 @@ def test_setup_installs_the_cores_packages_before_the_requirements_and_the_syste
     monkeypatch.setattr(toolchain, "ensure_go_bin_on_path", lambda: None)
     monkeypatch.setattr(toolchain, "build", lambda: commands.append("build"))
     monkeypatch.setattr(toolchain.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(toolchain, "prerequisite_problems", lambda missing: [])  # test_setup_prerequisites.py
+    monkeypatch.setattr(toolchain, "uninstallable", lambda policy, packages: [])
     toolchain.setup()
     installs = [c for c in commands if c.startswith("apt-get")]
     assert installs == ["apt-get update", "apt-get install -y --no-install-recommends curl",
