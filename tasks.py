@@ -13,7 +13,7 @@ ensure_go_bin_on_path()
 
 #: This file's tasks (a bare word after a task name that is one of these starts the next task).
 TASKS = ("setup", "build", "test", "reproduce", "report", "export", "runs", "validate", "regress", "kit",
-         "ingest", "verify", "system-command")
+         "ingest", "verify", "system-command", "lab")
 
 #: The only short flags, chosen by hand: one letter, one meaning, in every task that has the option.
 #: (invoke's automatic ones meant different things per task: -r was --provider, --repeat, --run, --ref
@@ -415,3 +415,32 @@ def regress(c, system=None, experiment=None, commits=None, tags=None, variant=No
                  batches=batches, repo=repo, tags=tags, variant=variant, metric=metric, page=page,
                  beside=beside, fresh=fresh)
     print(main_summary(doc))
+
+
+@task(positional=_positional("lab", "number"), help={
+    "number": "the lab, 1 to 6 (labs/NN-*.md); also `invoke lab N`",
+    "check": "say per expected outcome whether your stored runs show it: held, did not hold, or not yet run "
+             "(with the command that makes the run); exit 1 when one did not hold",
+    "plot": "draw the lab's plot from its stored runs into reports/labs/ (lab 01: block latency and VSCC "
+            "against block size)",
+    "write": "rewrite the lab page's expected outcomes from labs/expectations.yaml",
+})
+def lab(c, number=None, check=False, plot=False, write=False):
+    """A teaching lab's expected outcomes (labs/expectations.yaml); --check reads your stored runs against them."""
+    from harness import labs
+    if number is None:
+        raise Exit("error: give the lab's number, e.g. invoke lab 1 --check (labs/README.md lists them)", code=1)
+    number = _number("number", number)
+    _guard(labs.lab_of, number)
+    if write:
+        changed = _guard(labs.write_page, number)
+        print(f"{'rewrote' if changed else 'unchanged:'} {labs.page(number)}")
+    if plot:
+        print(f"plot: {_guard(labs.plot, number)}")
+    if check:
+        outcomes = _guard(labs.check, number)
+        print(labs.report(number, outcomes))
+        if any(o["status"] == labs.NOT_HELD for o in outcomes):
+            raise Exit(code=1)
+    if not (write or plot or check):
+        print(_guard(labs.summary_text, number))
