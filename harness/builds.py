@@ -19,6 +19,7 @@ back. An explicit ``--source git`` whose repository cannot be reached fails inst
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,6 +119,30 @@ def reference_driver(system: str, driver: str, systems_dir: Path | None = None) 
     """The reference build's spec of ``driver`` for ``system`` (None if it has none)."""
     doc = load_system(system, systems_dir)
     return (doc["reference"].get("drivers") or {}).get(driver)
+
+
+def on_reference(experiment: dict, kind: str, systems_dir: Path | None = None) -> dict:
+    """The experiment as the reference build runs it: a variant whose system has no reference driver for its
+    driver is not runnable there, saying why, so that the others run (e.g. Fig. 6's Fabric 1.2 without
+    FastFabric's variants, whose code exists only upstream). Unchanged on another build, or where no variant
+    would be left (``choose_build`` then says why none can run)."""
+    if kind != "reference":
+        return experiment
+    runs = [v for v in experiment.get("variants") or [] if v.get("runnable") is not False]
+    lacking = {}
+    for v in runs:
+        driver = v.get("driver") or experiment["driver"]
+        if reference_driver(v["system"], driver, systems_dir) is None:
+            lacking[v["id"]] = (f"the reference build has no driver {driver!r} for system {v['system']} "
+                                f"(systems/{v['system']}/system.yaml reference.drivers): it runs on the upstream "
+                                "build only")
+    if not lacking or len(lacking) == len(runs):
+        return experiment
+    out = copy.deepcopy(experiment)
+    for v in out["variants"]:
+        if v["id"] in lacking:
+            v["runnable"], v["not_runnable_reason"] = False, lacking[v["id"]]
+    return out
 
 
 def upstream_driver(system: str, driver: str, systems_dir: Path | None = None) -> dict | None:

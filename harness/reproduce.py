@@ -24,7 +24,7 @@ from .report import render_paper
 from .rundir import Run, write_json
 from .resources import ResourceMonitor
 from .topology import Layout, as_layout
-from .builds import Choice, build_kind, choose_build, prepare
+from .builds import Choice, build_kind, choose_build, on_reference, prepare
 from .runner import host_ports, run_point
 from .tools import require_binaries, require_tool
 
@@ -416,8 +416,9 @@ def plan_experiments(paper, experiments: list[dict], scale: str, build: str, sou
     kinds, plans = {}, {}
     for e in experiments:
         kinds[e["id"]] = build_kind(build, e, source, systems_dir, variants)
-        plans[e["id"]] = make_plan(paper, for_build(e, kinds[e["id"]][0]), scale, overrides=overrides,
-                                   repeat=repeat, only_variants=variants)
+        # a variant the reference build has no driver for is left out there, saying why (builds.on_reference)
+        on_build = on_reference(for_build(e, kinds[e["id"]][0]), kinds[e["id"]][0], systems_dir)
+        plans[e["id"]] = make_plan(paper, on_build, scale, overrides=overrides, repeat=repeat, only_variants=variants)
         if controls:
             add_controls(plans[e["id"]], _mutations_of(plans[e["id"]].experiment, kinds[e["id"]][0], systems_dir))
     return kinds, plans
@@ -457,6 +458,8 @@ def build_choice(experiment: dict, plan: Plan, kind: str, fallback: str | None, 
     if choice.fallback_reason:
         print(f"{experiment['id']}: reference build (upstream not available: {choice.fallback_reason})",
               file=stream)
+    for variant, why in (plan.resolved.get("not_runnable_variants") or {}).items():
+        print(f"{experiment['id']}: variant {variant} not run: {why}", file=stream)
     return choice
 
 
