@@ -136,6 +136,10 @@ def checked_form(check: dict) -> str:
         if "max_called" in check:
             return (f"`reports/regress/{check['page']}`: at most {check['max_called']} of at least "
                     f"{check['min_pairs']} pairs of batches of one commit called a change")
+        if "threshold" in check:
+            low, high = check["threshold"]
+            return (f"`reports/regress/{check['page']}`: the ends of the range, if called, changed by at least "
+                    f"{low:.0%}; if not called, by less than {high:.0%}")
         return (f"`reports/regress/{check['page']}`: bisection names a first changed commit; "
                 f"relative change of the ends{within}")
     if kind == "catalogue":
@@ -415,7 +419,17 @@ def _check_regress(e, check, reports):
     bisect = doc.get("bisect")
     if bisect is None:
         return _outcome(e, NOT_RUN)
-    change = (bisect.get("ends") or {}).get("relative_change")
+    ends = bisect.get("ends") or {}
+    change = ends.get("relative_change")
+    if "threshold" in check:
+        if not isinstance(change, (int, float)):
+            return _outcome(e, NOT_RUN, bisect.get("why") or "", str(path))
+        low, high = check["threshold"]
+        called = bool(ends.get("changed"))
+        ok = abs(change) >= low if called else abs(change) < high
+        return _outcome(e, HELD if ok else NOT_HELD,
+                        f"ends {change:+.1%}, {'called' if called else 'not called'} (p {ends.get('p', float('nan')):.3g})",
+                        str(path))
     first = bisect.get("first_changed")
     ok = bool(first) and isinstance(change, (int, float)) and _in(float(change), check.get("range"))
     text = (f"first changed {str(first)[:10] if first else 'none'}"
