@@ -104,10 +104,34 @@ def point_summaries(run: Run) -> list[dict]:
             old = read_json(summary_path)
             keep = {k: v for k, v in old.items() if k not in
                     ("schema_version", "point", "variant", "sweep", "repetition", "control", "status", "reason",
-                     "valid", "invalid_reason", "metrics", "validity")}
+                     "valid", "invalid_reason", "metrics", "validity", "controlled")}
             status, reason = measure.measured_status(point_json.parent, old)
             summaries.append(point_summary(point_json.parent, point, status, reason, keep))
+    paths = (run.stored("resolved").get("control") or {}).get("paths") or []
+    for s in summaries:
+        if not s["control"] and (s.get("validity") or {}).get("controllable"):
+            s["controlled"] = control_status(s, summaries, paths)
+            write_json(run.path / "points" / s["point"] / "summary.json", s)
     return summaries
+
+
+def control_status(point: dict, summaries: list[dict], paths: list[str]) -> str:
+    """Whether a control proved a measured point's checks: ``passed`` (its variant's control on the same
+    transaction path, ``paths`` being the parameters that change it, completed), ``failed``, or ``not run``
+    (the run was made with ``--no-control``, or before controls covered its path)."""
+    mine = [c for c in summaries if c["control"] and c["variant"] == point["variant"]
+            and all(c["sweep"].get(n) == point["sweep"].get(n) for n in paths)]
+    if not mine:
+        return "not run"
+    return "passed" if all(c["status"] == "complete" for c in mine) else "failed"
+
+
+def fail_on_control(run: Run, summaries: list[dict]) -> None:
+    """A complete run whose control point fails when re-analysed is failed: its checks are no longer proven."""
+    failed = [s["point"] for s in summaries if s["control"] and s["status"] != "complete"]
+    if run.metadata.get("status") == "complete" and failed:
+        run.metadata.update(status="failed", reason="a control point failed on re-analysis: " + ", ".join(failed))
+        run.save()
 
 
 def _other_runs(run: Run, experiment: dict) -> dict:
@@ -165,8 +189,9 @@ def _summary(runs: list[Run], by_run: dict[str, list[dict]], other_runs: dict) -
 
 def analyze_run(run: Run) -> dict:
     """Re-compute every point summary from its parquet tables, then the run's ``summary.json``."""
-    summary = _summary([run], {run.metadata["run_id"]: point_summaries(run)},
-                       _other_runs(run, run.stored("experiment")["experiment"]))
+    mine = point_summaries(run)
+    fail_on_control(run, mine)
+    summary = _summary([run], {run.metadata["run_id"]: mine}, _other_runs(run, run.stored("experiment")["experiment"]))
     write_json(run.path / "summary.json", summary)
     return summary
 
@@ -178,6 +203,7 @@ def analyze_pool(runs: list[Run]) -> dict:
     by_run, other = {}, _other_runs(runs[-1], runs[-1].stored("experiment")["experiment"])
     for run in runs:
         mine = by_run[run.metadata["run_id"]] = point_summaries(run)
+        fail_on_control(run, mine)
         own = _summary([run], {run.metadata["run_id"]: mine}, other)
         write_json(run.path / "summary.json", own)
     return _summary(runs, by_run, other) if len(runs) > 1 else own

@@ -404,28 +404,47 @@ def _judge(claim: dict, experiment: dict, groups: list[dict], context: dict) -> 
 
 
 #: Evidence classes from the weakest (harness/validity.py): a claim rests on its weakest pooled point.
-_WEAKEST_FIRST = (validity.DRIVER_ONLY, validity.INDEPENDENT_CHECK, validity.NO_COUNT, validity.LEDGER_PROVEN)
+WEAKEST_FIRST = tuple(reversed(validity.EVIDENCE_CLASSES))
+#: Why a class of ``validity.SELF_VOUCHED`` cannot make a claim "reproduced".
+_SELF_VOUCHED_WHY = {
+    validity.DRIVER_ONLY: "counts not ledger-proven: the driver's own count, with no ledger codes and no independent "
+                          "check passing, cannot make a claim reproduced",
+    validity.VALIDATOR_CODES: "counts not ledger-proven: the ledger's codes were derived only by the validator "
+                              "that wrote them (our verifier did not re-derive them), so they cannot make a "
+                              "claim reproduced",
+}
+#: A measured point's control (analyze.control_status), from the weakest.
+_CONTROL_WEAKEST_FIRST = ("failed", "not run", "passed")
 
 
 def with_evidence(claim: dict, summaries: list[dict], compared: dict | None = None) -> dict:
     """The claim with ``evidence_class``, what its counts rest on: the weakest class among the complete,
-    valid points of its runs (of the variants it compares, where it names them). A claim whose counts no ledger and no independent check proves cannot be
-    "reproduced": that verdict becomes "inconclusive", saying why."""
+    valid points of its runs (of the variants it compares, where it names them), and ``control``, the weakest
+    control of those points that a control could prove. A claim whose counts only one source vouches for
+    (``validity.SELF_VOUCHED``), or whose points no passed control proved, cannot be "reproduced": that
+    verdict becomes "inconclusive", saying why."""
     # the points of the variants the claim compares (a question on v3.1's two chaincode APIs rests on their
     # points, not on another variant's in the same run); where none is named or none matches, every point
     spec = compared or claim  # the catalogue's claim (its operands), where ``claim`` is its evaluation
     variants = {op.get("variant") for op in (spec.get("numerator"), spec.get("denominator"), spec)
                 if isinstance(op, dict) and op.get("variant") and not op.get("experiment")}
     own = [s for s in summaries if s.get("variant") in variants]
-    found = {(s.get("validity") or {}).get("evidence") for s in (own or summaries)
-             if s["status"] == "complete" and s["valid"] and not s.get("control")}
-    classes = [c for c in _WEAKEST_FIRST if c in found]
+    pooled = [s for s in (own or summaries) if s["status"] == "complete" and s["valid"] and not s.get("control")]
+    found = {(s.get("validity") or {}).get("evidence") for s in pooled}
+    classes = [c for c in WEAKEST_FIRST if c in found]
     if not classes:
         return {**claim, "evidence_class": None}
     weakest = classes[0]
     out = {**claim, "evidence_class": weakest}
-    if weakest == validity.DRIVER_ONLY and claim.get("verdict") == stats.REPRODUCED:
-        out.update(verdict=stats.INCONCLUSIVE,
-                   reason="counts not ledger-proven: the driver's own count, with no ledger codes and no independent "
-                          "check passing, cannot make a claim reproduced (the measurement alone would say reproduced)")
+    controls = [c for c in _CONTROL_WEAKEST_FIRST if c in {s.get("controlled") for s in pooled}]
+    if controls:
+        out["control"] = controls[0]
+    measured_alone = " (the measurement alone would say reproduced)"
+    if weakest in validity.SELF_VOUCHED and claim.get("verdict") == stats.REPRODUCED:
+        out.update(verdict=stats.INCONCLUSIVE, reason=_SELF_VOUCHED_WHY[weakest] + measured_alone)
+    elif controls and controls[0] != "passed" and claim.get("verdict") == stats.REPRODUCED:
+        why = ("a control point of its run failed" if controls[0] == "failed" else
+               "no control point ran beside its points (--no-control, or a run made before controls covered "
+               "their ordering or validation path)")
+        out.update(verdict=stats.INCONCLUSIVE, reason=f"checks not proven: {why}{measured_alone}")
     return out

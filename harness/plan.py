@@ -253,37 +253,48 @@ CONTROL_TRANSACTIONS = 2000
 
 
 def add_controls(plan: Plan, mutations_of) -> None:
-    """Put one control point first in ``plan`` for each variant whose system's driver can corrupt
+    """Put control points first in ``plan`` for each variant whose system's driver can corrupt
     transactions: ``mutations_of(variant, system)`` gives the parameters (``corrupt_creator_fraction``, ...) of the
-    kinds it supports (its ``validity.yaml`` evidence). The control runs the first sweep values with
+    kinds it supports (its ``validity.yaml`` evidence). A control runs the first sweep values with
     ``CONTROL_SHARE`` of its transactions (at most ``CONTROL_TRANSACTIONS``) corrupted per kind, and the
-    run completes only if the ledger and our verifier mark exactly those invalid. Stored in
-    ``resolved.yaml`` (``control``) so that ``--resume`` makes the same points."""
+    run completes only if the ledger and our verifier mark exactly those invalid. A swept parameter declared
+    ``path: true`` (one that changes the path a transaction takes, e.g. v3.1's ``ordering``) gets a control per
+    value: SmartBFT's checks are not proven by Raft's control. Stored in ``resolved.yaml`` (``control``) so
+    that ``--resume`` makes the same points."""
     controls = {}
     for vid, v in plan.resolved["variants"].items():
         kinds = mutations_of(vid, v["system"])
         if kinds:
             controls[vid] = {name: CONTROL_SHARE for name in kinds}
     if controls:
-        plan.resolved["control"] = {"parameters": controls, "max_transactions": CONTROL_TRANSACTIONS}
+        declared = declarations()
+        paths = [n for n in plan.resolved["sweep"] if (declared.get(n) or {}).get("path")]
+        plan.resolved["control"] = {"parameters": controls, "max_transactions": CONTROL_TRANSACTIONS,
+                                    "paths": paths}
         plan.points[:0] = control_points(plan.resolved)
         plan.resolved["points"] = [p.id for p in plan.points]
 
 
 def control_points(resolved: dict) -> list[Point]:
-    """The control points a resolved configuration states (none without ``control``)."""
+    """The control points a resolved configuration states (none without ``control``): per variant, one for
+    each combination of its ``paths`` parameters' swept values, the other swept parameters at their first."""
     control = resolved.get("control") or {}
     base = {k: v["value"] for k, v in resolved["parameters"].items()}
-    first = {n: (v[0] if isinstance(v, list) else v) for n, v in resolved["sweep"].items()}
+    sweep = resolved["sweep"]
+    first = {n: (v[0] if isinstance(v, list) else v) for n, v in sweep.items()}
+    paths = [n for n in control.get("paths") or [] if n in sweep]
+    values = [sweep[n] if isinstance(sweep[n], list) else [sweep[n]] for n in paths]
+    at = [{**first, **dict(zip(paths, combo))} for combo in itertools.product(*values)]
     points = []
     for vid, mutations in sorted((control.get("parameters") or {}).items()):
         v = resolved["variants"][vid]
-        parameters = {**base, **variant_parameters(v), **first, **mutations}
-        if "transactions" in parameters:
-            parameters["transactions"] = min(int(parameters["transactions"]), int(control["max_transactions"]))
-        points.append(Point(id="control__" + point_id(vid, first, 0), variant=vid, system=v["system"],
-                            label=f"{v['label']} (control)", repetition=0, sweep=first, parameters=parameters,
-                            switches={k: s["value"] for k, s in v["switches"].items()}, control=True))
+        for swept in at:
+            parameters = {**base, **variant_parameters(v), **swept, **mutations}
+            if "transactions" in parameters:
+                parameters["transactions"] = min(int(parameters["transactions"]), int(control["max_transactions"]))
+            points.append(Point(id="control__" + point_id(vid, swept, 0), variant=vid, system=v["system"],
+                                label=f"{v['label']} (control)", repetition=0, sweep=swept, parameters=parameters,
+                                switches={k: s["value"] for k, s in v["switches"].items()}, control=True))
     return points
 
 

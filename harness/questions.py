@@ -29,4 +29,5 @@ def answer_question(question: dict, judge: Callable[[dict], dict]) -> dict:
     return {"id": question["id"], "question": question["question"], "threshold": threshold,
             "answer": ANSWERS.get(judged["verdict"], judged["verdict"]),
             **{k: judged.get(k) for k in ("metric", "measured", "interval", "configurations", "repetitions",
-                                          "repetitions_needed", "method", "reason", "evidence_class")}}
+                                          "repetitions_needed", "method", "reason", "evidence_class",
+                                          "control")}}

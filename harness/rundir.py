@@ -412,11 +412,13 @@ def build_identity(meta: dict) -> dict:
 
 def configuration(run: "Run") -> dict:
     """What must be equal for runs of one experiment to be pooled: scale, build, provider, the cores its
-    points ran on (``run_cores``) and the host's CPU model, and the values of the parameters the run did
-    not sweep (``cpus`` counts through the cores)."""
+    points ran on (``run_cores``) and the host's CPU model, the values of the parameters the run did
+    not sweep (``cpus`` counts through the cores), and whether it planned control points (a run made with
+    ``--no-control`` never pools with controlled ones)."""
     host = run.metadata.get("host") or {}
     resolved = run.stored("resolved")
-    return {"scale": run.metadata.get("scale"), "build": build_identity(run.metadata),
+    return {"scale": run.metadata.get("scale"), "controlled": bool(resolved.get("control")),
+            "build": build_identity(run.metadata),
             "provider": run.metadata.get("provider"), "cores": run_cores(run, resolved),
             "cpu_model": host.get("cpu_model"),
             "parameters": {k: v.get("value") if isinstance(v, dict) else v
@@ -467,6 +469,8 @@ def configuration_difference(a: dict, b: dict) -> str:
             out += [f"{k}={a[key].get(k)}, not {b[key].get(k)}" for k in names]
         elif key == "build":
             out.append(_build_difference(a[key], b[key]))
+        elif key == "controlled":
+            out.append("made without control points (--no-control)" if not a[key] else "made with control points")
         else:
             out.append(f"{key.replace('_', ' ')} {a[key]}, not {b.get(key)}")
     return "; ".join(out)
@@ -537,13 +541,13 @@ def _core_counts(cores) -> list[int]:
 
 def strength(config: dict, repetitions: int, unmet: list[dict], paper_cores: int | None) -> tuple:
     """How strongly a configuration's complete runs can judge an experiment's claims, as a key to sort by
-    (larger is stronger): the ``judged_when`` conditions it meets (fewer unmet), its scale (``SCALES``), its
+    (larger is stronger): the ``judged_when`` conditions it meets (fewer unmet), its control points, its scale (``SCALES``), its
     cores (the paper's core count measured; then several core counts, which give a trend to the paper's; then
     the most cores), then the repetitions pooled."""
     counts = _core_counts(config.get("cores"))
     scale = SCALES.index(config.get("scale")) if config.get("scale") in SCALES else -1
-    return (-len(unmet), scale, bool(paper_cores) and paper_cores in counts, len(counts) > 1,
-            max(counts, default=0), repetitions)
+    return (-len(unmet), bool(config.get("controlled")), scale, bool(paper_cores) and paper_cores in counts,
+            len(counts) > 1, max(counts, default=0), repetitions)
 
 
 def strength_text(config: dict, repetitions: int, unmet: list[dict]) -> str:

@@ -60,11 +60,16 @@ SYSTEMS = REPO_ROOT / "systems"
 RULES_SCHEMA_VERSION = 1
 
 #: What a point's count rests on, strongest first (the claims table shows the weakest of a claim's points).
+#: "ledger-proven": the ledger's codes, every one (or the stated sample) re-derived by our verifier in agreement;
+#: "validator's codes": the ledger's codes, which only the peer that wrote them vouches for (no verifier ran).
 LEDGER_PROVEN = "ledger-proven"
 INDEPENDENT_CHECK = "independent check"
+VALIDATOR_CODES = "validator's codes"
 DRIVER_ONLY = "driver only"
 NO_COUNT = "no transactions counted"
-EVIDENCE_CLASSES = (LEDGER_PROVEN, INDEPENDENT_CHECK, NO_COUNT, DRIVER_ONLY)
+EVIDENCE_CLASSES = (LEDGER_PROVEN, NO_COUNT, INDEPENDENT_CHECK, VALIDATOR_CODES, DRIVER_ONLY)
+#: Classes whose counts one source alone vouches for: a claim resting on them cannot be "reproduced".
+SELF_VOUCHED = (DRIVER_ONLY, VALIDATOR_CODES)
 
 #: ``codes`` of an evidence declaration.
 CODE_SOURCES = ("ledger", "recorded", "none", "not_applicable")
@@ -588,10 +593,14 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
         if mutations is not None and len(mutations):
             section["mutations"], more = mutation_check(mutations, codes, section["counts_from"], tables.get("txs"))
             problems += more
-        section.setdefault("evidence", LEDGER_PROVEN)
+        verified = section.get("verifier") or []
+        section.setdefault("evidence", LEDGER_PROVEN if verified and all(v.get("status") == "agreed" for v in verified)
+                           else VALIDATOR_CODES)
     elif mutations is not None and len(mutations):
         problems.append(f"{len(mutations)} transaction(s) were corrupted on purpose, but the point has no "
                         "per-transaction codes to find them in")
+    # a control point could prove this point's checks (the driver plants the kinds its validator must catch)
+    section["controllable"] = bool(decl.get("mutations"))
     if point.get("control"):
         section["control"], more = control_check(point, codes, mutations, tables.get("txs"))
         problems += more

@@ -156,12 +156,12 @@ def _commit_rows(doc: dict, out: Path) -> tuple[list[str], list[str]]:
         name = f"<a href=\"#{anchor}\"><code>{esc(r.get('ref') or r['short'])}</code></a>"
         if r.get("boundary"):
             b = r["boundary"]
-            rows.append(f"<tr class=boundary><td colspan=11>boundary: {esc(b['why'])} ("
+            rows.append(f"<tr class=boundary><td colspan=12>boundary: {esc(b['why'])} ("
                         + esc("; ".join(f"{k} {x} → {y}" for k, (x, y) in b["changes"].items())) + ")</td></tr>")
         where = esc(segment_text(r))
         if r.get("not_measurable"):
             rows.append(f"<tr class=lost><td>{name}</td><td>{esc(r['subject'])}</td><td>{where}</td>"
-                        f"<td colspan=8>not measurable: {esc(r['not_measurable'])}</td></tr>")
+                        f"<td colspan=9>not measurable: {esc(r['not_measurable'])}</td></tr>")
         else:
             vs = r.get("vs_previous") or r.get("vs_first") or {}
             verdict = ("yes" if vs.get("changed") else "flagged, not confirmed" if vs.get("flagged") else
@@ -173,7 +173,7 @@ def _commit_rows(doc: dict, out: Path) -> tuple[list[str], list[str]]:
                         f"[{r['low']:.4g}, {r['high']:.4g}] ({r['coverage']:.1%})</td>"
                         f"<td>{vs.get('p', '')}</td><td>{format(vs['relative_change'], '+.1%') if vs else ''}</td>"
                         f"<td>{esc(_effect(vs))}</td><td>{verdict}</td><td>{esc(_patches_text(r))}</td>"
-                        f"<td>{links}</td></tr>")
+                        f"<td>{esc(r.get('evidence') or 'not recorded')}</td><td>{links}</td></tr>")
         if r["sha"] not in seen:
             seen.add(r["sha"])
             details.append(f"<details id=\"{anchor}\"><summary><code>{esc(r['sha'])}</code>"
@@ -245,10 +245,11 @@ each commit against the one before it that was measured, where both are of one s
 ordering service (else a boundary: not compared; bisect: against the first). At least
 {doc['min_points']} points per commit are needed for the test to reach alpha {doc['alpha']}. Intervals: the
 median's order statistics, and the ratio's Hodges–Lehmann interval, each with the coverage its sample size
-reaches (nominal {doc['level']:.0%}).</p>
+reaches (nominal {doc['level']:.0%}). Evidence: what each commit's counts rest on (docs/validity.md); regress runs no
+control point, so no measurement here is "reproduced"-grade: <code>invoke reproduce</code> runs a build's controls.</p>
 {extra}<figure><img alt="series" src="data:image/png;base64,{png}"></figure>
 <table><tr><th>commit</th><th>subject</th><th>measured with</th><th>n</th><th>median [interval]</th><th>p</th><th>relative change</th>
-<th>ratio [interval]</th><th>change</th><th>patches</th><th>runs</th></tr>
+<th>ratio [interval]</th><th>change</th><th>patches</th><th>evidence (counts; control)</th><th>runs</th></tr>
 {''.join(rows)}</table>
 <h2>Commits</h2>
 {''.join(details)}

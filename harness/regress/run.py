@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import cpus, machine_lock
 from ..errors import HarnessError
 from ..gitrepo import describe, first_parent_line
+from ..judge import WEAKEST_FIRST
 from ..rundir import Run, read_json, run_cores
 from ..stats import compare, median_interval
 from .build import REFERENCE, NotMeasurable, build, pin_of, reference_variants
@@ -36,6 +37,18 @@ def samples(run_path: Path, metric: str) -> list[float]:
         raise HarnessError(f"{run_path}: {len(configurations)} configurations; regress compares one: fix each "
                            "swept parameter in the environment (FABRICREPRO_<NAME>=value replaces a sweep)")
     return out
+
+
+def evidence(run_path: Path) -> str:
+    """What a run's measured points rest on (harness/validity.py's classes, the weakest first) and their
+    control: ``ledger-proven; control not run``. regress runs no control point, so its measurements are
+    never "reproduced"-grade evidence; the page says so per commit."""
+    points = [read_json(p) for p in sorted((run_path / "points").glob("*/summary.json"))]
+    measured = [s for s in points if not s.get("control") and s.get("status") == "complete"]
+    found = {(s.get("validity") or {}).get("evidence") for s in measured}
+    classes = [c for c in WEAKEST_FIRST if c in found] or ["no complete point"]
+    controls = sorted({s["controlled"] for s in measured if s.get("controlled")})
+    return classes[0] + (f"; control {', '.join(controls)}" if controls else "")
 
 
 def stored_runs(results: Path, paper: str, experiment: str) -> list[Path]:
@@ -66,7 +79,8 @@ def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: 
                 continue  # its points ran on other cores than the harness may use now (e.g. confined to one)
             values = samples(run, metric)
             if len(values) >= repeat:
-                return {"values": values, "runs": [str(run)], "seconds": 0.0, "reused": True}
+                return {"values": values, "runs": [str(run)], "seconds": 0.0, "reused": True,
+                        "evidence": evidence(run)}
     if tracked["system"] == REFERENCE:
         how = {"build": REFERENCE, "provider_options": {"bin_dir": bin_dir}, "variants": reference_variants(experiment)}
     else:
@@ -100,7 +114,7 @@ def measure(tracked: dict, commit: dict, bin_dir: Path, paper: str, experiment: 
                             f"{run.metadata.get('reason')}; its points have {', '.join(found) or 'no metric'})"
                             + (f"; point {failed['point']}: {failed.get('reason')}" if failed else ""))
     return {"values": values, "runs": [str(run.path)], "seconds": round(time.monotonic() - started, 1),
-            "lock_wait_seconds": round(started - waited, 1), "reused": False}
+            "lock_wait_seconds": round(started - waited, 1), "reused": False, "evidence": evidence(run.path)}
 
 
 class Sampler:

@@ -154,7 +154,7 @@ def experiment_blocks(experiment: dict, selection: Selection,
     evidence = (f"{kind or 'reference'}, scale {selection.configuration.get('scale')}, "
                 f"{cores_text(selection.configuration['cores'])}, "
                 f"{len(selection.pooled)} run(s): " + ", ".join(r.id for r in selection.pooled))
-    claims = [{**c, "evidence": f"{evidence_class_text(c.get('evidence_class'))}; {evidence}"}
+    claims = [{**c, "evidence": f"{evidence_class_text(c.get('evidence_class'), c.get('control'))}; {evidence}"}
               for c in with_caveats(summary["claims"], stored)]
     # the catalogue's conditions for judging (a stored run's experiment.yaml may predate them)
     claims = conditions.apply(claims, {**stored, "judged_when": experiment.get("judged_when") or stored.get("judged_when")},

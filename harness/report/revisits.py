@@ -31,7 +31,7 @@ def revisit_blocks(paper_id: str, experiments: list[dict], questions_of: dict[st
                                           if q["answer"] == "undecided" and q.get("repetitions_needed") else
                                           f" ({q['reason']})" if q["answer"] == "not answered" and q.get("reason")
                                           else ""),
-                  evidence_class_text(q.get("evidence_class"))] for q in answered]
+                  evidence_class_text(q.get("evidence_class"), q.get("control"))] for q in answered]
     return [("h2", TITLE),
             ("p", "Experiments of ours, not the paper's: each re-runs one of the paper's experiments against "
                   "stock Fabric v3.1 beside the published code, on this harness's drivers and validity checks, in "

@@ -15,7 +15,9 @@ CLAIM_HEADERS = ["claim", "expected", "measured [95% CI] (n)", "verdict", "reaso
 
 #: How the claims table says what a claim's counts rest on (the weakest of its pooled points).
 EVIDENCE_TEXT = {
-    "ledger-proven": "ledger-proven (every count held against the ledger's codes)",
+    "ledger-proven": "ledger-proven (every count held against the ledger's codes, which our verifier re-derived)",
+    "validator's codes": "counts not ledger-proven: the ledger's codes, derived only by the validator that wrote "
+                         "them (our verifier does not run on this build)",
     "independent check": "counts not ledger-proven: an independent check passed",
     "driver only": "counts not ledger-proven: the driver's own count, no independent check",
     "no transactions counted": "no transactions counted",
@@ -23,8 +25,10 @@ EVIDENCE_TEXT = {
 }
 
 
-def evidence_class_text(evidence_class: str | None) -> str:
-    return EVIDENCE_TEXT.get(evidence_class, str(evidence_class))
+def evidence_class_text(evidence_class: str | None, control: str | None = None) -> str:
+    """What a claim's counts rest on, and, where a control could prove its checks, that control's outcome."""
+    text = EVIDENCE_TEXT.get(evidence_class, str(evidence_class))
+    return text + (f"; control {control}" if control else "")
 
 
 def with_caveats(claims: list[dict], experiment: dict) -> list[dict]:
@@ -101,7 +105,7 @@ def question_blocks(summary: dict) -> list[tuple]:
     rows = [[q["question"], f"> {fmt(q['threshold'])}?", measured_text(q),
              f"**{q['answer']}**" + (f" ({q['repetitions_needed']} repetitions would decide it)"
                                      if q["answer"] == "undecided" and q.get("repetitions_needed") else ""),
-             evidence_class_text(q.get("evidence_class"))] for q in questions]
+             evidence_class_text(q.get("evidence_class"), q.get("control"))] for q in questions]
     return [("table", QUESTION_HEADERS, rows),
             ("p", "Questions are ours, not the paper's: each is a same-run ratio, answered **yes** when its 95% "
                   "interval lies above the threshold, **no** when wholly below, **undecided** when it straddles it "
@@ -126,7 +130,7 @@ def control_blocks(summary: dict) -> list[tuple]:
                    else f"**failed** ({c.get('reason') or c['point_status']})")
         parts.append(f"`{c['point']}` planted {planted}; {found}; {outcome}")
     return [("p", "**Control** (a point that corrupts 1% of its transactions of each kind its driver supports; "
-                  "its ledger codes and our verifier must mark exactly those invalid): " + "; ".join(parts) + ".")]
+                  "its ledger codes, and our verifier where it runs on the build, must mark exactly those invalid): " + "; ".join(parts) + ".")]
 
 
 #: The claims table of a paper's report: one line per claim; reason, caveat and evidence folded under it.

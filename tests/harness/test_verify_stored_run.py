@@ -333,3 +333,50 @@ def test_invoke_verify_exits_non_zero_naming_the_cause(stored, tmp_path):
     ok = subprocess.run([sys.executable, "-m", "invoke", "verify", str(stored[BENCH])],
                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0 and "2 of 2 point(s) passed" in ok.stdout, ok.stdout + ok.stderr
+
+
+def test_codes_our_verifier_did_not_re_derive_are_the_validators_not_ledger_proven(stored, tmp_path, monkeypatch):
+    """The measured point is ledger-proven because our verifier re-derived its ledger's codes; the same
+    point checked under rules that do not run the verifier (as on v2.5/v3.1) is only the validator's word."""
+    from harness import validity
+    point = copy_point(stored, NETWORK, tmp_path)
+    context = {**validity.point_context(point), "fresh_verifier": True}
+    from harness.collect import raw_tables
+    tables = raw_tables(point)
+    section, problems = validity.check_point(point, json.loads((point / "point.json").read_text()), tables,
+                                             context=context)
+    assert problems == [] and section["evidence"] == validity.LEDGER_PROVEN and section["controllable"]
+    real = validity.load_rules
+
+    def without_verifier(system, systems_dir=validity.SYSTEMS):
+        rules = real(system, systems_dir)
+        for by_build in rules["evidence"].values():
+            for decl in by_build.values():
+                decl.pop("verify", None)
+        return rules
+    monkeypatch.setattr(validity, "load_rules", without_verifier)
+    section, problems = validity.check_point(point, json.loads((point / "point.json").read_text()), tables,
+                                             context=context)
+    assert problems == [] and section["evidence"] == validity.VALIDATOR_CODES and "verifier" not in section
+
+
+def test_a_control_that_fails_on_re_analysis_fails_its_run(stored, tmp_path):
+    """The control's mutation log made to list one transfer more than the ledger marks invalid: re-analysed,
+    the control fails, the run that was complete is failed naming it, and its measured point says so."""
+    from harness.analyze import analyze_run
+    from harness.rundir import Run
+    run_dir = shutil.copytree(stored[BENCH], tmp_path / "results" / "fastfabric" / BENCH / stored[BENCH].name,
+                              symlinks=True)
+    analyze_run(Run.open(run_dir))  # positive control: the untouched copy stays complete, its point controlled
+    (measured,) = [p for p in (run_dir / "points").iterdir() if not p.name.startswith("control__")]
+    assert json.loads((measured / "summary.json").read_text())["controlled"] == "passed"
+    assert Run.open(run_dir).metadata["status"] == "complete"
+    (control,) = (run_dir / "points").glob("control__*")
+    path = control / "raw" / "localhost" / "mutations.csv"
+    rows = pd.read_csv(path)
+    count = int(pd.read_csv(path.parent / "blocks.csv")["tx_count"].iloc[0])
+    pd.concat([rows, rows.iloc[[0]].assign(tx_index=(rows["tx_index"].iloc[0] + 1) % count)]).to_csv(path, index=False)
+    analyze_run(Run.open(run_dir))
+    meta = Run.open(run_dir).metadata
+    assert meta["status"] == "failed" and meta["reason"] == f"a control point failed on re-analysis: {control.name}"
+    assert json.loads((measured / "summary.json").read_text())["controlled"] == "failed"

@@ -37,7 +37,7 @@ def points(run: Path) -> dict[str, dict]:
 def assert_measured_point(run: Path, name: str, summary: dict, orderers: int) -> None:
     assert summary["status"] == "complete" and summary["valid"], (name, summary.get("reason"), summary["validity"])
     v = summary["validity"]
-    assert v["evidence"] == "ledger-proven" and v["problems"] == [] and v["work"]["status"] == "passed", v
+    assert v["evidence"] == "validator's codes" and v["problems"] == [] and v["work"]["status"] == "passed", v
     assert v["counts_from"].startswith("block files of") and "fabric3_peer" in v["counts_from"]
     # genesis, the lifecycle's approve and commit, 2 creates per transfer, the transfers: all VALID
     assert v["ledger_valid"] == 1 + 2 + 3 * TRANSFERS and v["ledger_invalid"] == {}, v
