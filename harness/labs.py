@@ -210,7 +210,10 @@ def _complete_runs(results: Path, paper: str, experiment: str, build: str | None
             continue
         if build and (meta.get("build") or {}).get("kind", "reference") != build:
             continue
-        planned = (yaml.safe_load((run / "resolved.yaml").read_text()) or {}).get("points") or []
+        try:
+            planned = (yaml.safe_load((run / "resolved.yaml").read_text()) or {}).get("points") or []
+        except (OSError, yaml.YAMLError):
+            continue
         if any(not (run / "points" / p / "point.json").is_file() for p in planned):
             continue
         out.append((meta.get("started_utc") or "", run.name, run))

@@ -7,7 +7,6 @@ run's claims judged by the harness's judge (``judge.aggregate`` and ``evaluate_c
 ``test_lab01_check_on_the_real_lab_run`` reads the run lab 01's own command made (tests/labs/test_labs.py).
 """
 
-import json
 import os
 import re
 import shlex
