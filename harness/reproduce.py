@@ -450,8 +450,14 @@ def build_choice(experiment: dict, plan: Plan, kind: str, fallback: str | None, 
                   systems_dir: Path | None, stream) -> Choice:
     """The build the experiment's points run on, saying so when it fell back to the reference build."""
     own = own_drivers(plan.experiment, {p.variant for p in plan.points})
-    choice = choose_build(kind, sorted({p.system for p in plan.points if p.variant not in own}),
-                          plan.experiment["driver"], source, systems_dir, own=own)
+    try:
+        choice = choose_build(kind, sorted({p.system for p in plan.points if p.variant not in own}),
+                              plan.experiment["driver"], source, systems_dir, own=own)
+    except HarnessError as e:  # neither build can run it: say why the upstream build could not either
+        if not fallback:
+            raise
+        raise HarnessError(f"{e.args[0]}, and the upstream build cannot be had: {fallback}",
+                           hint=getattr(e, "hint", None)) from e
     choice.fallback_reason = choice.fallback_reason or fallback
     if kind == "reference" and plan.experiment.get("reference_build"):
         choice.note = plan.experiment["reference_build"]["why"]

@@ -125,3 +125,16 @@ def test_an_explicit_build_or_source_fails_instead_of_falling_back(offline):
     with pytest.raises(HarnessError, match="^--source git"):
         builds.choose_build("auto", ["fabric-1.2"], "committer-bench", source="git")
     assert builds.choose_build("reference", ["fabric-1.2"], "committer-bench", source="git").kind == "reference"
+
+
+def test_the_reference_build_leaves_out_only_the_variants_it_has_no_driver_for():
+    from harness.catalogue import load_paper
+    fig6 = load_paper("fastfabric").experiment("fig6-peer-throughput")
+    assert builds.on_reference(fig6, "upstream") is fig6
+    on_ref = builds.on_reference(fig6, "reference")
+    runs = {v["id"]: v.get("runnable", True) for v in on_ref["variants"]}
+    assert runs == {"fabric-1.2": True, "opt-p1": False, "opt-p2": False, "opt-p3": False}
+    assert all(v.get("runnable", True) is not False for v in fig6["variants"])  # the catalogue's stays as it is
+    # none left: unchanged, and choose_build says why none can run
+    only_fastfabric = {**fig6, "variants": [v for v in fig6["variants"] if v["system"] == "fastfabric"]}
+    assert builds.on_reference(only_fastfabric, "reference") is only_fastfabric
