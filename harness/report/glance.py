@@ -4,7 +4,7 @@ from this machine's measured point costs)."""
 
 from __future__ import annotations
 
-from .. import cpus
+from .. import cpus, validity
 from ..rundir import read_json
 from .conditions import SCALES
 from .text import cores_text, fmt
@@ -20,11 +20,9 @@ def _evidence(claim: dict) -> str:
     if claim.get("judged_at_scale"):
         return f"scale too small: {claim['judged_at_scale']} would judge"
     cls = claim.get("evidence_class")
-    if cls == "ledger-proven":
-        return "ledger-proven"
-    if cls in ("independent check", "driver only"):
-        return "not ledger-proven"
-    return "no transactions counted" if cls == "no transactions counted" else "no complete point"
+    if cls is None:
+        return "no complete point"
+    return cls if cls in (validity.LEDGER_PROVEN, validity.NO_COUNT) else "not ledger-proven"
 
 
 def counts(claims: list[dict]) -> dict:

@@ -99,3 +99,10 @@ def test_a_regress_page_says_what_each_measurement_rests_on(tmp_path):
         (tmp_path / "points" / name).mkdir(parents=True)
         write_json(tmp_path / "points" / name / "summary.json", {"schema_version": SCHEMA_VERSION, **summary})
     assert evidence(tmp_path) == "validator's codes; control not run"
+
+
+def test_the_first_screen_counts_validators_codes_as_not_ledger_proven():
+    from harness.report.glance import counts
+    tally = counts([{"verdict": "inconclusive", "evidence_class": validity.VALIDATOR_CODES},
+                    {"verdict": "inconclusive", "evidence_class": validity.LEDGER_PROVEN}])
+    assert tally["inconclusive"]["evidence"] == {"not ledger-proven": 1, "ledger-proven": 1}
