@@ -380,7 +380,8 @@ def _check_judged(e, check, results, paper):
         if check.get("reason"):
             ok = ok and check["reason"] in str(item.get("reason") or "")
         text = f"{said}" + (f", measured {measured:.3g}" if isinstance(measured, (int, float)) else "") \
-            + f" (n={item.get('repetitions')})" + (f": {item['reason']}" if item.get("reason") else "")
+            + (f" (n={item['repetitions']})" if item.get("repetitions") else "") \
+            + (f": {item['reason']}" if item.get("reason") else "")
         return _outcome(e, HELD if ok else NOT_HELD, text, str(run))
     return _outcome(e, NOT_RUN)
 
