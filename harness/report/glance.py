@@ -4,6 +4,8 @@ from this machine's measured point costs)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from .. import cpus, validity
 from ..rundir import read_json
 from .conditions import SCALES
@@ -77,6 +79,24 @@ def _point_costs(runs: list, window_factor: float = 1.0) -> tuple[dict, list[flo
                 key = (s.get("variant"), tuple(sorted((s.get("sweep") or {}).items())))
                 per.setdefault(key, []).append(float(wall))
     return {k: sum(v) / len(v) for k, v in per.items()}, controls, len(runs)
+
+
+def _run_overhead(runs: list) -> float | None:
+    """Mean wall seconds a run spent outside its points (hosts up and down, the work check's primitives,
+    the analysis), plus what its command spent before it (``prepared_s``: planning, preflight, builds
+    reused) and after it (``report_s``: the report), as recorded; None where no run recorded its times.
+    Resumed runs are left out: their wall time spans the pause."""
+    spent = []
+    for run in runs:
+        meta = run.metadata
+        if meta.get("resumed_utc") or not meta.get("started_utc") or not meta.get("ended_utc"):
+            continue
+        wall = (datetime.fromisoformat(meta["ended_utc"].replace("Z", "+00:00"))
+                - datetime.fromisoformat(meta["started_utc"].replace("Z", "+00:00"))).total_seconds()
+        points = sum(float(read_json(p).get("duration_s") or 0) for p in (run.path / "points").glob("*/summary.json"))
+        timing = meta.get("command_timing") or {}
+        spent.append(max(wall - points, 0.0) + float(timing.get("prepared_s") or 0) + float(timing.get("report_s") or 0))
+    return sum(spent) / len(spent) if spent else None
 
 
 def minutes(seconds: float) -> str:
@@ -168,11 +188,14 @@ def next_run(paper_id: str, experiment_id: str, claims: list[dict], selection, e
         factor = max(len(sweep), 1)
         points = len(per) * repeat * factor
         control = (sum(controls) / nruns) if controls and nruns else 0.0
-        estimate = sum(per.values()) * repeat * factor + control
+        overhead = _run_overhead(getattr(selection, "pooled", None) or [])
+        estimate = sum(per.values()) * repeat * factor + control + (overhead or 0.0)
         how = (f"{points} points ({len(per)} configuration(s) × {repeat} repetitions"
                + (f" × {factor} cpus values" if factor > 1 else "") + f") at {fmt(sum(per.values()) / len(per))} s "
                "a point as measured here" + (f", + {len(controls) // max(nruns, 1)} control point(s)" if controls else "")
-               + "; builds and start-up not counted"
+               + (f", + {fmt(overhead)} s of start-up, analysis and report as a stored run spent them"
+                  if overhead is not None else "; start-up, analysis and report not counted (no run recorded them)")
+               + "; builds from source not counted"
                + (f"; each point's measured window × {fmt(factor_tx)} for scale {scale}'s transactions, the rest "
                   f"of its wall time as at {config.get('scale')}" if factor_tx != 1.0 else ""))
     return {"experiment": experiment_id, "command": command, "repeat": repeat, "cpus": sweep, "why": why,

@@ -149,3 +149,23 @@ def test_no_resource_figure_where_the_measured_window_spans_too_few_samples(tmp_
     assert [b[1] for b in blocks if b[0] == "img"] == ["figures/x-long__r0-resources.png"]
     assert any(b[0] == "p" and "fewer than 3 samples" in b[1] and "`short__r0` (1 s, 2 sample(s))" in b[1]
                for b in blocks)
+
+
+def test_the_estimate_counts_what_a_run_spent_outside_its_points(root, tmp_path):
+    """Start-up, analysis and report (the run's wall time less its points', and the command's recorded time
+    before and after it) are part of the estimate; a resumed run's pause is not."""
+    import json
+    from harness.report.glance import _run_overhead
+    from harness.rundir import Run
+    from tests.harness.test_pooling import _equal_speed, make_run
+    run = make_run(tmp_path / "results", root, "r1", _equal_speed([1000], [1000]), reps=1,
+                   started="2026-01-01T00:00:00Z")
+    meta = json.loads((run.path / "metadata.json").read_text())
+    meta.update(ended_utc="2026-01-01T00:01:40Z", command_timing={"prepared_s": 7.0, "report_s": 3.0})
+    (run.path / "metadata.json").write_text(json.dumps(meta))
+    for summary in (run.path / "points").glob("*/summary.json"):  # 4 points of 20 s: 80 of the run's 100 s
+        summary.write_text(json.dumps({**json.loads(summary.read_text()), "duration_s": 20.0}))
+    assert _run_overhead([Run.open(run.path)]) == 100 - 80 + 7 + 3
+    meta["resumed_utc"] = ["2026-01-02T00:00:00Z"]
+    (run.path / "metadata.json").write_text(json.dumps(meta))
+    assert _run_overhead([Run.open(run.path)]) is None
