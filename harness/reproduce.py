@@ -318,6 +318,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         systems_dir, variants, overrides, repeat, controls)
     skipped, runs, planned = {}, [], []
     for experiment in experiments:
+        began = time.monotonic()
         reason = skip_reason(experiment, systems_dir, provider)
         if reason:
             skipped[experiment["id"]] = reason
@@ -360,6 +361,9 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
                 run.resume()
             else:
                 run = _new_run(results, paper, plan, where, choice, systems_dir)
+            # what the command spent on this run outside it (the report's estimates count it: glance.py)
+            run.metadata["command_timing"] = {"prepared_s": round(time.monotonic() - began, 1)}
+            run.save()
             runs.append(run)
             _execute(experiment["id"], plan, run, provider_, choice, systems_dir, paper_id, stream, placement)
         finally:
@@ -368,7 +372,11 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         raise PlanOnly(planned[-1].args[0], all(p.complete for p in planned), planned[-1].hint, planned[-1].log)
     if not resume:
         _record_skipped(results, paper_id, skipped)
+    began = time.monotonic()
     render_paper(paper_id, results=results, reports=reports, papers_dir=papers_dir)
+    for run in runs:  # the report is rendered once for every run the command made: each counts a share
+        run.metadata.setdefault("command_timing", {})["report_s"] = round((time.monotonic() - began) / len(runs), 1)
+        run.save()
     print(f"report: {reports / paper_id / 'report.md'}", file=stream)
     return runs
 
