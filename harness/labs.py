@@ -62,6 +62,8 @@ def load(path: Path = EXPECTATIONS) -> dict[int, dict]:
     labs = {}
     for lab in doc.get("labs") or []:
         n = int(lab["lab"])
+        if not lab.get("paper"):
+            raise HarnessError(f"{path}: lab {n} names no paper (the catalogue its runs are of)")
         ids = [e["id"] for e in lab.get("expectations") or []]
         if len(set(ids)) != len(ids):
             raise HarnessError(f"{path}: lab {n} repeats an expectation id")
@@ -481,7 +483,7 @@ def check(number: int, results: Path | None = None, reports: Path | None = None,
     results, reports = Path(results or RESULTS), Path(reports or REPORTS)
     papers_dir = Path(papers_dir or REPO_ROOT / "papers")
     lab = lab_of(number, labs)
-    paper = lab.get("paper", "fastfabric")
+    paper = lab["paper"]
     out = []
     for e in lab["expectations"]:
         c, kind = e["check"], e["check"]["kind"]
@@ -546,7 +548,7 @@ def plot(number: int, results: Path | None = None, reports: Path | None = None,
     if not spec:
         raise HarnessError(f"lab {number} has no plot")
     chosen = None
-    for run in _complete_runs(results, lab.get("paper", "fastfabric"), spec["experiment"], spec.get("build")):
+    for run in _complete_runs(results, lab["paper"], spec["experiment"], spec.get("build")):
         points = _matching(_points(run), spec.get("points") or {})
         xs = sorted({p["parameters"].get(spec["x"]) for p in points} - {None})
         if len(xs) >= 2:
