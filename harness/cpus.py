@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import csv
+import fnmatch
 import json
 import os
 from pathlib import Path
@@ -29,6 +30,20 @@ def cpu_set(text: str) -> set[int]:
     for part in filter(None, str(text).strip().split(",")):
         low, _, high = part.partition("-")
         out.update(range(int(low), int(high or low) + 1))
+    return out
+
+
+def started_components(point_dir: Path, pattern: str = "*") -> dict[str, set[str]]:
+    """The hosts each component of the point was started on, for names matching ``pattern`` (fnmatch): the
+    process role records every start in ``raw/<host>/affinity_<component>.csv`` (an instance as
+    ``<component>_<instance>``), and its stop the component's CPU in ``cpu_<component>.csv``. The one reader
+    of those names (validity's declared components, the systems' independent checks)."""
+    out: dict[str, set[str]] = {}
+    for f in sorted(Path(point_dir).glob("raw/*/*.csv")):
+        for prefix in ("affinity_", "cpu_"):
+            name = f.stem.removeprefix(prefix)
+            if f.stem.startswith(prefix) and fnmatch.fnmatchcase(name, pattern):
+                out.setdefault(name, set()).add(f.parent.name)
     return out
 
 

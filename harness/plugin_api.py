@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from .claims import claim_band
+from .cpus import started_components
 from .errors import HarnessError
 from .figure_png import FIGURE_RC, png_bytes
 from .metrics import NS_PER_MS, NS_PER_S, Metric, commit_throughput_tps, data_blocks, percentile

@@ -51,7 +51,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from . import REPO_ROOT, ledger, systems
+from . import REPO_ROOT, cpus, ledger, systems
 from .plan import driver_of
 from .work import TIMED_SECTION, VERIFY_COST, work_check
 from .errors import HarnessError
@@ -271,18 +271,6 @@ def fatal_patterns(system: str, systems_dir: Path = SYSTEMS) -> list[dict]:
             for p in [*COMMON_PATTERNS, *load_rules(system, systems_dir)["log_patterns"]] if p.get("fatal")]
 
 
-def started_components(point_dir: Path) -> dict[str, set[str]]:
-    """The hosts each component of the point was started on: the process role records every start in
-    ``raw/<host>/affinity_<component>.csv`` (an instance as ``<component>_<instance>``), and its stop
-    the component's CPU in ``cpu_<component>.csv``."""
-    out: dict[str, set[str]] = {}
-    for f in Path(point_dir).glob("raw/*/*.csv"):
-        for prefix in ("affinity_", "cpu_"):
-            if f.stem.startswith(prefix):
-                out.setdefault(f.stem.removeprefix(prefix), set()).add(f.parent.name)
-    return out
-
-
 def _ran(started: dict[str, set[str]], component: str) -> dict[str, set[str]]:
     """The started names (instances included) of a declared component, with their hosts."""
     return {n: h for n, h in started.items() if n == component or n.startswith(component + "_")}
@@ -401,7 +389,7 @@ def required_evidence(point_dir: Path, decl: dict, tables: dict[str, pd.DataFram
     """What the declaration says the point must have and it lacks: a validating component that ran, the
     kept ledgers, logs and tables of the components that ran, non-empty."""
     point_dir = Path(point_dir)
-    started = started_components(point_dir)
+    started = cpus.started_components(point_dir)
     problems = []
     if not started and any(decl.get(k) for k in ("validators", "ledgers", "logs")):
         return ["no record of the components this point started (raw/<host>/affinity_*.csv, cpu_*.csv): "

@@ -58,7 +58,6 @@ replicas executed. At smoke scale no replica reaches 10,000, so that bound is lo
 from __future__ import annotations
 
 import csv
-import fnmatch
 import json
 import math
 import re
@@ -66,7 +65,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.plugin_api import HarnessError, IndependentCheck, point_role_settings
+from harness.plugin_api import HarnessError, IndependentCheck, point_role_settings, started_components
 
 from . import logs
 
@@ -100,9 +99,7 @@ def _int_setting(values: dict, name: str, problems: list[str]) -> int | None:
 def started(point_dir: Path, pattern: str) -> dict[str, str]:
     """The components the process role started whose name matches ``pattern`` (``raw/<host>/affinity_<name>.csv``):
     {name: host}."""
-    return {f.stem.removeprefix("affinity_"): f.parent.name
-            for f in sorted(Path(point_dir).glob("raw/*/affinity_*.csv"))
-            if fnmatch.fnmatch(f.stem.removeprefix("affinity_"), pattern)}
+    return {name: min(hosts) for name, hosts in started_components(point_dir, pattern).items()}
 
 
 def _instance_ids(components: dict[str, str], prefix: str) -> dict[int, str]:

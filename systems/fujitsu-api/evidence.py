@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.plugin_api import IndependentCheck, point_role_settings
+from harness.plugin_api import IndependentCheck, point_role_settings, started_components
 
 #: The client's summary line: {"blocks": ..., "transactions": ..., "height": ..., "peers": {...}, "valid": ...}.
 SUMMARY_LOG = "fujitsu_api_client-blocks.out"
@@ -40,10 +40,10 @@ STATES_TABLE = "fujitsu_peer_states"
 def started_peers(point_dir: Path) -> dict[int, str]:
     """{index: host} of the PBFT peers the process role started (``raw/<host>/affinity_fujitsu_api_peer-vp<i>*.csv``)."""
     out = {}
-    for f in sorted(Path(point_dir).glob("raw/*/affinity_fujitsu_api_peer-vp*.csv")):
-        m = re.match(r"affinity_fujitsu_api_peer-vp(\d+)(?:_|$)", f.stem)
+    for name, hosts in started_components(point_dir, "fujitsu_api_peer-vp*").items():
+        m = re.match(r"fujitsu_api_peer-vp(\d+)(?:_|$)", name)
         if m:
-            out[int(m.group(1))] = f.parent.name
+            out[int(m.group(1))] = min(hosts)
     return out
 
 
