@@ -71,16 +71,33 @@ def run_throughput_tps(blocks: pd.DataFrame) -> float:
     return float(b["valid_count"].sum() / (span_ns / NS_PER_S)) if span_ns > 0 else math.nan
 
 
-def block_latency_ms(blocks: pd.DataFrame) -> pd.Series:
-    """Per-block peer latency: from the block entering the committer to its commit (ms)."""
+def block_latency_ms(blocks: pd.DataFrame, received: str = "received_ns", committed: str = "committed_ns"
+                     ) -> pd.Series:
+    """Per-block peer latency: from the block entering the committer to its commit (ms); ``received`` and
+    ``committed`` name the columns where a system's table calls them otherwise."""
     b = data_blocks(blocks)
-    return (b["committed_ns"] - b["received_ns"]) / NS_PER_MS
+    return (b[committed] - b[received]) / NS_PER_MS
 
 
-def mean_block_latency_ms(blocks: pd.DataFrame) -> float:
-    """Mean of ``block_latency_ms`` over the run (FastFabric Fig. 5); NaN without blocks."""
-    lat = block_latency_ms(blocks)
+def mean_block_latency_ms(blocks: pd.DataFrame, received: str = "received_ns", committed: str = "committed_ns"
+                          ) -> float:
+    """Mean of ``block_latency_ms`` over the run (FastFabric Fig. 5; Javaid et al.'s block validation
+    latency); NaN without blocks."""
+    lat = block_latency_ms(blocks, received, committed)
     return float(lat.mean()) if len(lat) else math.nan
+
+
+def committer_busy_ratio(blocks: pd.DataFrame, received: str = "received_ns", committed: str = "committed_ns"
+                         ) -> float:
+    """Share of the measured span the committer spent on blocks (1 = saturated: a block always waiting),
+    the span running from the first data block's arrival to the last one's commit. A commit throughput
+    measures the peer only when this is near 1; below it the peer waited for blocks and the throughput is
+    the offered load's."""
+    b = data_blocks(blocks)
+    if not len(b):
+        return math.nan
+    span = b[committed].iloc[-1] - b[received].iloc[0]
+    return float((b[committed] - b[received]).sum() / span) if span > 0 else math.nan
 
 
 #: Commit pipeline phases of the per-block record (docs/interfaces.md), in pipeline order.

@@ -33,7 +33,8 @@ from .claims import claim_band
 from .cpus import started_components
 from .errors import HarnessError
 from .figure_png import FIGURE_RC, png_bytes
-from .metrics import NS_PER_MS, NS_PER_S, Metric, commit_throughput_tps, data_blocks, percentile
+from .metrics import (NS_PER_MS, NS_PER_S, Metric, commit_throughput_tps, committer_busy_ratio, data_blocks,
+                      mean_block_latency_ms, percentile)
 from .rundir import latest_complete_run, read_json
 from .tools import require_tool
 

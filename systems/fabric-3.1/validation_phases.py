@@ -45,7 +45,7 @@ import math
 
 import pandas as pd
 
-from harness.plugin_api import Metric, commit_throughput_tps
+from harness.plugin_api import Metric, commit_throughput_tps, committer_busy_ratio, mean_block_latency_ms
 
 from . import logs
 
@@ -98,7 +98,7 @@ def others_ms(phases: pd.DataFrame, block_txs: pd.DataFrame) -> float:
 def block_validation_latency_ms(phases: pd.DataFrame, block_txs: pd.DataFrame) -> float:
     """Mean time from the receive line to the commit line (the paper's block validation latency)."""
     b = complete_blocks(phases, block_txs)
-    return float(_latency_ms(b).mean()) if b is not None else math.nan
+    return mean_block_latency_ms(b, "received_at_ns", "committed_at_ns") if b is not None else math.nan
 
 
 def commit_throughput(phases: pd.DataFrame, block_txs: pd.DataFrame) -> float:
@@ -111,13 +111,10 @@ def commit_throughput(phases: pd.DataFrame, block_txs: pd.DataFrame) -> float:
                                                "committed_ns": b["committed_at_ns"]}))
 
 
-def committer_busy_ratio(phases: pd.DataFrame, block_txs: pd.DataFrame) -> float:
+def busy_ratio(phases: pd.DataFrame, block_txs: pd.DataFrame) -> float:
     """Share of the span from the first block's receive line to the last one's commit line spent on blocks."""
     b = complete_blocks(phases, block_txs)
-    if b is None:
-        return math.nan
-    span = b["committed_at_ns"].iloc[-1] - b["received_at_ns"].iloc[0]
-    return float((b["committed_at_ns"] - b["received_at_ns"]).sum() / span) if span > 0 else math.nan
+    return committer_busy_ratio(b, "received_at_ns", "committed_at_ns") if b is not None else math.nan
 
 
 def _phase(column: str):
@@ -145,6 +142,6 @@ METRICS = (
            f"phases: history commit, private data, locks {_AS_LOGGED}"),
     Metric("block_validation_latency_ms", "ms", _TABLES, block_validation_latency_ms,
            "mean per-block time from 'Received block' to 'Committed block' (log timestamps, whole ms)"),
-    Metric("committer_busy_ratio", "ratio", _TABLES, committer_busy_ratio,
+    Metric("committer_busy_ratio", "ratio", _TABLES, busy_ratio,
            "share of the measured span the peer's committer spent on blocks (1 = saturated), from the log's lines"),
 )

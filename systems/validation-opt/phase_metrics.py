@@ -20,7 +20,8 @@ import math
 
 import pandas as pd
 
-from harness.plugin_api import NS_PER_MS, commit_throughput_tps, data_blocks
+from harness.plugin_api import (NS_PER_MS, commit_throughput_tps, committer_busy_ratio, data_blocks,
+                                mean_block_latency_ms)
 
 #: Catalogue metric -> the phase-log columns it sums.
 LATENCIES = {
@@ -45,31 +46,11 @@ def mean_latency_ms(phases: pd.DataFrame, columns: list[str]) -> float:
     return float(b[columns].sum(axis=1).mean() / NS_PER_MS) if len(b) else math.nan
 
 
-def block_validation_latency_ms(phases: pd.DataFrame) -> float:
-    """Mean time a block spends in the committer, validation and commit (the paper's block validation latency)."""
-    b = data_blocks(phases)
-    return float(((b["committed_ns"] - b["received_ns"]) / NS_PER_MS).mean()) if len(b) else math.nan
-
-
-def committer_busy_ratio(phases: pd.DataFrame) -> float:
-    """Share of the measured span the committer spent on blocks (1 = saturated: a block always waiting).
-
-    The span runs from the first data block's arrival to the last one's commit.
-    Commit throughput measures the peer only when this is near 1; below it the
-    peer waited for blocks and the throughput is the offered load's.
-    """
-    b = data_blocks(phases)
-    if not len(b):
-        return math.nan
-    span = b["committed_ns"].iloc[-1] - b["received_ns"].iloc[0]
-    return float((b["committed_ns"] - b["received_ns"]).sum() / span) if span > 0 else math.nan
-
-
 #: ``(name, unit, tables, compute, description)`` of each metric; plugin.py makes them Metrics.
 PHASE_METRICS = (
     ("commit_throughput_tps", "tx/s", ("phases",), commit_throughput_tps,
      "valid tx per second committed by the peer, from inter-block commit times (the paper's commit throughput)"),
-    ("block_validation_latency_ms", "ms", ("phases",), block_validation_latency_ms,
+    ("block_validation_latency_ms", "ms", ("phases",), mean_block_latency_ms,
      "mean per-block time from entering the committer to commit (the paper's block validation latency)"),
     ("committer_busy_ratio", "ratio", ("phases",), committer_busy_ratio,
      "share of the measured span the peer's committer spent validating and committing blocks (1 = saturated)"),
