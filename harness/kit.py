@@ -45,19 +45,16 @@ from pathlib import Path
 
 import yaml
 
-from . import REPO_ROOT, SCHEMA_VERSION, upstream, user_refs
+from . import REPO_ROOT, SCHEMA_VERSION, user_refs
 from .analyze import analyze_run
-from .builds import build_kind, prepare
+from .builds import prepare
 from .catalogue import load_paper
 from .deploy import role_defaults, role_dir
 from .errors import HarnessError
-from .plan import add_controls, for_build, make_plan
 from .preflight import largest_cpus, role_preflight
 from .rundir import Run, git_state, iso, read_json, utc_now, write_json
-from .runner import analyze_point, role_variables
-from .topology import lay_out, placement_deviations
+from .runner import analyze_point
 from .upstream_source import sha256_file
-from .validity import fatal_patterns, SYSTEMS as VALIDITY_SYSTEMS
 
 #: What a kit and a kit's run say they are (``kit.json`` ``format``, ``kit-run.json`` ``format``).
 KIT_FORMAT = "fabricrepro-kit"
@@ -103,14 +100,6 @@ def elf_linking(path: Path) -> str | None:
         table = f.read(phentsize * phnum)
     types = {struct.unpack_from("<I", table, i * phentsize)[0] for i in range(phnum)}
     return "dynamic" if types & {2, 3} else "static"  # PT_DYNAMIC, PT_INTERP
-
-
-def _topology_on_one_host(experiment: dict, layout: dict[str, list[str]]) -> dict:
-    """The paper's topology laid out as ``invoke reproduce`` records it, every host on the kit's one machine."""
-    laid = lay_out(experiment.get("topology"), layout)
-    placed = {h.name: "localhost" for h in laid.hosts}
-    return {**laid.record(), "provider": "local", "placement": placed,
-            "deviations": [*laid.deviations, *placement_deviations(laid, placed, "local")]}
 
 
 def tool_refusals(layout: dict[str, list[str]]) -> list[str]:
@@ -259,18 +248,6 @@ def harness_modules() -> list[Path]:
 
 # ---------------------------------------------------------------- building a kit
 
-def _point_entry(point, choice, build_paths: dict) -> dict:
-    """A point of ``plan.json``: the point, its driver spec, its builds' paths in the kit, its role
-    variables and the watcher's patterns, all as ``runner.run_point`` would give them."""
-    spec = choice.driver_spec(point.variant, point.system)
-    companions = {s: build_paths[str(b.path)] for s, b in choice.companions.get(point.variant, {}).items()}
-    up = choice.builds.get(point.variant)
-    return {"point": point.to_dict(), "spec": spec,
-            "upstream_dir": build_paths[str(up.path)] if up else None, "companion_dirs": companions,
-            "role_variables": role_variables(point, list(companions)),
-            "fatal_patterns": fatal_patterns(point.system, VALIDITY_SYSTEMS)}
-
-
 def _add_tree(tar: tarfile.TarFile, src: Path, arc: str) -> None:
     """``src`` (a file or folder) as ``arc`` in the kit, without caches and editor files."""
     def keep(info: tarfile.TarInfo):
@@ -350,8 +327,9 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
     (9: a 64 MiB window, in which the near-identical commands of several upstream builds compress to
     one; the tests take 0, which is fast).
     """
-    from .reproduce import build_choice, not_deployed, plan_experiments, skip_reason, variant_switches, \
-        variant_systems
+    from .providers.local import LocalProvider
+    from .reproduce import build_choice, lay_out_run, measuring_plan, network_links, plan_experiments, \
+        skip_reason, variant_switches, variant_systems
     py = target_python(python or f"{sys.version_info[0]}.{sys.version_info[1]}")
     paper = load_paper(paper_id)
     experiment = paper.experiment(experiment_id)
@@ -415,17 +393,17 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
     git = git_state()
     build_meta = choice.metadata(variant_switches(plan))
     build_meta["kit_link"] = "static (CGO_ENABLED=0, -trimpath)"
+    # the measuring loop's plan (harness/point_loop.py), as reproduce makes it for the local provider
+    laid, placed, topology = lay_out_run(plan.experiment, choice, LocalProvider())
     plan_doc = {
-        "schema_version": SCHEMA_VERSION,
-        "paper": paper.doc["paper"], "experiment": plan.experiment, "resolved": plan.resolved,
+        **measuring_plan(plan, choice, paper.doc["paper"], topology, network_links(plan.experiment, laid, None, placed),
+                         where=lambda path: build_paths[path]),
+        "schema_version": SCHEMA_VERSION, "paper": paper.doc["paper"], "resolved": plan.resolved,
         "scale": plan.scale, "seed": plan.resolved["parameters"].get("seed", {}).get("value"),
-        "build": build_meta, "layout": layout, "topology_not_deployed": not_deployed(plan.experiment, layout),
-        "topology": _topology_on_one_host(plan.experiment, layout),
-        "host_settings": host_settings_of(paper.doc["paper"]),
+        "build": build_meta, "layout": layout,  # the build's {role: [component]}, for the target's preflight
         "driver_layouts": [{c: ([r] if isinstance(r, str) else list(r)) for c, r in spec["placement"].items()}
                            for spec in [*choice.drivers.values(), *choice.variant_drivers.values()]],
         "largest_cpus": largest_cpus(plan),
-        "points": [_point_entry(p, choice, build_paths) for p in plan.points],
     }
     wheel_files = sorted(p.name for p in wheels.glob("*.whl"))
     manifest = {
@@ -478,11 +456,6 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
     log(f"kit: {out} ({size / 2**20:.1f} MiB, {len(plan.points)} points, {choice.kind} build, "
         f"Python {py[0]}.{py[1]}); on the target: tar xJf {out.name} && ./kit/run")
     return manifest
-
-
-def host_settings_of(paper: dict) -> dict:
-    """The kernel parameters the paper set on its hosts (``reproduce.host_settings`` of a run of it)."""
-    return dict((paper.get("settings") or {}).get("sysctl") or {})
 
 
 # ---------------------------------------------------------------- at home: a kit's run into the store

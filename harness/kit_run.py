@@ -1,18 +1,18 @@
 """A measurement kit's run on its target: ``./kit/run`` (harness/kit.py makes the kit).
 
-Runs the kit's plan (``plan.json``) with the local provider the way
-``invoke reproduce`` runs a plan (harness/reproduce.py ``_run_plan``): the same
-preflight of ports, tools, disk and CPUs; the run directory with its metadata
-(``host`` is this machine's, with its name); the CPU cost of one signature
-verification measured before and after the points; each point measured by
-``measure.measure_point`` (the driver's playbook with the watcher beside it,
-teardown by PID, the CPUs read back); no per-host metrics (Prometheus is not carried, and storing
-its series needs pandas: ``resources_not_monitored`` in ``metadata.json``
-says so). It analyses nothing: ``invoke ingest`` does, at
-home. It then writes ``run.tar.gz`` (the run directory and ``kit-run.json``,
-every file's sha256) beside ``./kit/run``, and exits 0 only when the run
-completed. An interrupted run keeps its directory under ``results/``, marked
-interrupted, with its logs, and is packed too.
+Runs the kit's plan (``plan.json``) with the local provider through the loop
+``invoke reproduce`` runs (harness/point_loop.py ``run_points``), measuring
+only: the same preflight of ports, tools, disk and CPUs; the run directory with
+its metadata (``host`` is this machine's, with its name); the CPU cost of one
+signature verification measured before and after the points; each point,
+controls included, measured by ``measure.measure_point`` (the driver's playbook
+with the watcher beside it, teardown by PID, the CPUs read back); no per-host
+metrics (Prometheus is not carried, and storing its series needs pandas:
+``resources_not_monitored`` in ``metadata.json`` says so). It analyses nothing:
+``invoke ingest`` does, at home. It then writes ``run.tar.gz`` (the run
+directory and ``kit-run.json``, every file's sha256) beside ``./kit/run``, and
+exits 0 only when the run completed. An interrupted run keeps its directory
+under ``results/``, marked interrupted, with its logs, and is packed too.
 
 Everything stays under the kit's folder: the run store (``results/``), the
 components' work root (``build/work/``), Ansible's home and temporary files.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from . import REPO_ROOT, SCHEMA_VERSION, preflight
 from .errors import HarnessError, Interrupted
-from .measure import MEASUREMENT, measure_point, measure_primitives, point_variables
+from .point_loop import Measuring, run_points
 from .progress import Progress
 from .providers.local import LocalProvider
 from .resources import NODE_EXPORTER, PROMETHEUS
@@ -98,7 +98,8 @@ def measure(plan: dict, kit: dict, results: Path, resume: bool = False, progress
                      f"-> {run.path}")
     try:
         with run.lifecycle():
-            _run_points(plan, run, provider, progress)
+            # the one measuring loop (harness/point_loop.py), measuring only: ingest analyses at home
+            run_points(plan, run, provider, progress, Measuring("./kit/run --resume", NOT_MONITORED))
     except Interrupted:
         progress.message(f"interrupted: the run stays in {run.path}; ./kit/run --resume continues it")
     except HarnessError as e:
@@ -117,56 +118,6 @@ def last_run(results: Path, plan: dict) -> Run:
     if run.metadata["status"] == "complete":
         raise HarnessError(f"--resume: run {run.id} is complete")
     return run
-
-
-def measured(run: Run, point_id: str) -> bool:
-    """Whether a point of ``run`` was measured to completion (its ``measurement.json``)."""
-    path = run.path / "points" / point_id / MEASUREMENT
-    return path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("status") == "complete"
-
-
-def _run_points(plan: dict, run: Run, provider: LocalProvider, progress: Progress) -> None:
-    """As ``reproduce._run_plan`` on the local provider, each point measured and not analysed."""
-    hosts = plan["layout"]
-    run.metadata["layout"] = hosts
-    if plan.get("topology"):
-        run.metadata["topology"] = plan["topology"]
-    run.save()
-    try:
-        groups = provider.up(hosts, run.path)
-        inventory = provider.inventory(run.path / "inventory.yml", groups)
-        links = provider.apply_links([])  # a kit's experiment has no delayed links (harness/kit.py refuses them)
-        tuning = provider.tune(plan["host_settings"])
-        run.metadata.update({"roles": groups, "cluster": {**provider.describe(), "links": links},
-                             "host_tuning": tuning, "topology_not_deployed": plan["topology_not_deployed"]})
-        run.metadata["resources_not_monitored"] = NOT_MONITORED
-        run.save()
-        todo = [entry for entry in plan["points"] if not measured(run, entry["point"]["id"])]
-        progress.total, progress.done = len(plan["points"]), len(plan["points"]) - len(todo)
-        run.metadata.setdefault("primitives", {})["before_points"] = measure_primitives(provider.bin_dir)
-        run.save()
-        failed = 0
-        for entry in todo:
-            point = entry["point"]
-            progress.start(point["id"])
-            run.keep_attempt(point["id"])
-            variables = {**point_variables(run, point, entry["spec"], provider.work_root, provider.bin_dir,
-                                           KIT / entry["upstream_dir"] if entry["upstream_dir"] else None,
-                                           {s: str(KIT / d) for s, d in entry["companion_dirs"].items()} or None),
-                         **entry["role_variables"]}
-            result = measure_point(run, point, entry["spec"], inventory, variables, entry["fatal_patterns"],
-                                   progress)
-            progress.finish(point["id"], result["status"], result.get("reason") or "measured",
-                            log=result.get("log"))
-            if result["status"] != "complete":
-                failed += 1
-        run.metadata["primitives"]["after_points"] = measure_primitives(provider.bin_dir)
-        run.save()
-        if failed:
-            run.metadata["outcome"] = ("failed", f"{failed} of {len(todo)} points failed; ./kit/run --resume "
-                                                 "re-runs them")
-    finally:
-        provider.down()
 
 
 def pack(run: Run, kit: dict, out: Path) -> Path:

@@ -12,20 +12,21 @@ import sys
 import time
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, preflight, topology, user_refs, validity, work
+from . import REPO_ROOT, SCHEMA_VERSION, preflight, topology, user_refs, validity
 from .analyze import analyze_run
 from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
-from .plan import Plan, add_controls, driver_of, expand, for_build, make_plan, metric_of, own_drivers, pending
+from .plan import Plan, add_controls, driver_of, expand, for_build, make_plan, metric_of, own_drivers
 from .progress import Progress
 from .providers import PROVIDERS, get_provider
 from .providers.aws import PlanOnly
 from .report import render_paper
-from .rundir import Run, write_json
+from .rundir import Run, read_json, write_json
 from .resources import ResourceMonitor
 from .topology import Layout, as_layout
 from .builds import Choice, build_kind, choose_build, on_reference, prepare
-from .runner import host_ports, run_point
+from .point_loop import Measuring, run_points
+from .runner import analyze_point, host_ports, role_variables
 from .tools import require_binaries, require_tool
 
 # FABRICREPRO_RESULTS / FABRICREPRO_REPORTS move the run store and the reports
@@ -154,75 +155,68 @@ def point_latency(plan: Plan) -> float | None:
 
 def _run_plan(plan: Plan, run: Run, provider, progress: Progress, build: Choice,
               systems_dir: Path | None = None, placement=None) -> None:
-    """Bring the hosts up, run the pending points of ``plan``, analyze; always take the hosts down.
-
-    Per-host metrics (node-exporter, one Prometheus) cover the whole run and
-    are stored per point. A point that fails is followed by a check of the
-    hosts: one that no longer answers ends the run at once, naming it. ``placement``: what
-    ``lay_out_run`` gave before the run was made (else it is laid out here).
-    """
-    experiment = plan.experiment
-    layout, placed, run.metadata["topology"] = placement or lay_out_run(experiment, build, provider,
-                                                                        progress.message)
-    run.metadata["layout"] = layout.by_name()
-    run.save()
-    monitor = None
-    try:
-        groups = provider.up(layout, run.path)
-        preflight.check_hosts(provider, layout, plan)  # ssh/aws: the ports and CPUs of hosts known only now
-        inventory = provider.inventory(run.path / "inventory.yml", groups)
-        links = provider.apply_links(network_links(experiment, layout, point_latency(plan), placed))
-        if point_latency(plan) is not None and links and all(link.get("applied") is False for link in links):
-            raise HarnessError(f"{experiment['id']} sweeps network_latency_ms, but the {provider.name} provider "
-                               "cannot delay links (" + links[0].get("reason", "") + ")")
-        tuning = provider.tune(host_settings(run))
-        run.metadata.update({"roles": groups, "cluster": {**provider.describe(), "links": links},
-                             "host_tuning": tuning,
-                             "topology_not_deployed": not_deployed(experiment, build.layout())})
-        run.save()
-        monitor = ResourceMonitor(run.path / "provider" / "monitor", provider.monitor_targets(groups),
-                                  track=provider.track).start()
-        todo = pending(plan, run.path)
-        progress.total, progress.done = len(plan.points), len(plan.points) - len(todo)
-        # This machine's cost of the work each transaction needs, measured in the same run
-        # before and after its points (the work check, harness/work.py).
-        run.metadata.setdefault("primitives", {})["before_points"] = work.measure_primitives(REPO_ROOT / "bin")
-        run.save()
-        failed = 0
-        for point in todo:
-            progress.start(point.id)
-            run.keep_attempt(point.id)  # an earlier attempt's files go to points/<point>/attempts/<n>/
-            started_ns = time.time_ns()
-            upstream_build = build.builds.get(point.variant)
-            if "network_latency_ms" in point.parameters and links:
-                # Each point's delay on the links between the hosts (Fujitsu Fig. 5), stored with the point.
-                applied = provider.set_link_delay(float(point.parameters["network_latency_ms"]))
-                write_json(run.point_dir(point.id) / "links.json", applied)
-            summary = run_point(run, point, build.driver_spec(point.variant, point.system), inventory,
-                                provider.work_root,
-                                provider.bin_dir, upstream_build.path if upstream_build else None,
-                                build.companion_dirs(point.variant), systems_dir, progress)
-            _collect_resources(monitor, started_ns, time.time_ns(), run.point_dir(point.id), progress)
-            metric = metric_of(experiment, point.variant)
-            value = summary["metrics"].get(metric)
-            detail = summary.get("reason") or (f"{metric} = {value}" if value is not None else "")
-            progress.finish(point.id, summary["status"], detail, log=summary.get("log"))
-            if summary["status"] != "complete":
-                failed += 1
-                lost = provider.unreachable()
-                if lost:
-                    raise HarnessError("host(s) lost during point " + point.id + ": "
-                                       + "; ".join(f"{h}: {why}" for h, why in sorted(lost.items())))
-        run.metadata["primitives"]["after_points"] = work.measure_primitives(REPO_ROOT / "bin")
-        run.save()
-        if failed:
-            run.metadata["outcome"] = ("failed", f"{failed} of {len(todo)} points failed; "
-                                                 f"`invoke reproduce --resume {run.path}` re-runs them")
-    finally:
-        if monitor:
-            monitor.stop()
-        provider.down()
+    """Measure the pending points of ``plan`` in the one measuring loop (``point_loop.run_points``), each
+    analysed as it ends, with per-host metrics (node-exporter, one Prometheus) over the whole run stored per
+    point; then analyse the run. ``placement``: what ``lay_out_run`` gave before the run was made (else it is
+    laid out here)."""
+    layout, placed, record = placement or lay_out_run(plan.experiment, build, provider, progress.message)
+    measuring = measuring_plan(plan, build, run.stored("experiment").get("paper") or {}, record,
+                               network_links(plan.experiment, layout, point_latency(plan), placed), systems_dir)
+    run_points(measuring, run, provider, progress, _Analysing(plan.experiment, run.path))
     analyze_run(run)
+
+
+def measuring_plan(plan: Plan, build: Choice, paper: dict, topology_record: dict, links: list[dict],
+                   systems_dir: Path | None = None, where=str) -> dict:
+    """``plan`` as the measuring loop takes it (``point_loop``; a kit's ``plan.json`` holds it too): JSON
+    only, every point with its driver spec, builds (``where``: a build's path as the loop is to find it),
+    role variables and the watcher's patterns; the laid-out ``topology_record``, the ``links`` to shape,
+    the ``paper``'s kernel parameters."""
+    def entry(point) -> dict:
+        up = build.builds.get(point.variant)
+        companions = {s: where(d) for s, d in build.companion_dirs(point.variant).items()}
+        return {"point": point.to_dict(), "spec": build.driver_spec(point.variant, point.system),
+                "upstream_dir": where(str(up.path)) if up else None, "companion_dirs": companions,
+                "role_variables": role_variables(point, list(companions), systems_dir),
+                "fatal_patterns": validity.fatal_patterns(point.system, systems_dir or validity.SYSTEMS)}
+    return {"experiment": plan.experiment, "topology": topology_record, "links": links,
+            "host_settings": dict((paper.get("settings") or {}).get("sysctl") or {}),  # e.g. Fujitsu's TCP reuse
+            "topology_not_deployed": not_deployed(plan.experiment, build.layout()),
+            "points": [entry(p) for p in plan.points]}
+
+
+class _Analysing(Measuring):
+    """``invoke reproduce``'s way through the loop: each point analysed as it ends (``runner.analyze_point``)
+    with its per-host metrics; a point is done when its summary says complete (a validity failure is
+    measured again on resume)."""
+
+    def __init__(self, experiment: dict, run_path: Path):
+        super().__init__(f"`invoke reproduce --resume {run_path}`")
+        self.experiment, self.monitor = experiment, None
+
+    def done(self, run: Run, point: dict) -> bool:
+        summary = run.path / "points" / point["id"] / "summary.json"  # run.point_dir would make the folder
+        return summary.is_file() and read_json(summary).get("status") == "complete"
+
+    def start(self, run: Run, provider, groups: dict) -> None:
+        self.monitor = ResourceMonitor(run.path / "provider" / "monitor", provider.monitor_targets(groups),
+                                       track=provider.track).start()
+
+    def finish(self, run, point, measured, window_ns, progress) -> tuple[dict, str]:
+        summary = analyze_point(run.point_dir(point["id"]))
+        if measured is None:  # interrupted: analysed, then the run stops
+            return summary, ""
+        try:  # the point's per-host metrics in points/<point>/metrics/; a failure is reported, not fatal
+            self.monitor.collect(*window_ns, run.point_dir(point["id"]) / "metrics")
+        except HarnessError as e:
+            progress.message(f"per-host metrics of {point['id']} not stored: {e}")
+        metric = metric_of(self.experiment, point["variant"])
+        value = summary["metrics"].get(metric)
+        return summary, summary.get("reason") or (f"{metric} = {value}" if value is not None else "")
+
+    def stop(self) -> None:
+        if self.monitor:
+            self.monitor.stop()
 
 
 def _mutations_of(experiment: dict, kind: str, systems_dir: Path | None):
@@ -234,21 +228,6 @@ def _mutations_of(experiment: dict, kind: str, systems_dir: Path | None):
         by_kind = {k: p for p, k in validity.MUTATION_PARAMETERS.items()}
         return [by_kind[m] for m in decl.get("mutations") or []]
     return kinds
-
-
-def host_settings(run: Run) -> dict:
-    """The kernel parameters the paper set on its hosts (its ``settings.sysctl``), e.g. Fujitsu's TCP reuse."""
-    paper = run.stored("experiment").get("paper") or {}
-    return dict((paper.get("settings") or {}).get("sysctl") or {})
-
-
-def _collect_resources(monitor: ResourceMonitor, start_ns: int, end_ns: int, point_dir: Path,
-                       progress: Progress) -> None:
-    """Store the point's per-host metrics in ``points/<point>/metrics/``; a failure is reported, not fatal."""
-    try:
-        monitor.collect(start_ns, end_ns, point_dir / "metrics")
-    except HarnessError as e:
-        progress.message(f"per-host metrics of {point_dir.name} not stored: {e}")
 
 
 def not_deployed(experiment: dict, hosts: dict[str, list[str]]) -> dict[str, int]:

@@ -1,13 +1,14 @@
 """The measurement kit (harness/kit.py, harness/kit_run.py): built here, run in a clean environment, ingested.
 
-One kit of the reference build's peer benchmark (FastFabric Fig. 6, one variant, 500 transfers, no
-control point) is built once per module, unpacked in a fresh directory and run with ``env -i
+One kit of the reference build's peer benchmark (FastFabric Fig. 6, one variant, 500 transfers, its
+control point first) is built once per module, unpacked in a fresh directory and run with ``env -i
 PATH=/usr/bin:/bin`` and a Python without the harness's packages (a venv made ``--without-pip`` without
 site packages: pandas cannot be imported there); its ``run.tar.gz`` is ingested, and a local run of the
-same plan is made beside it. The tests compare the two and prove that ingest refuses bad archives
-without storing anything; a second copy of the kit is interrupted, then resumed. About 70 s on 2 cores once the static
-commands (Go's cache) and the wheelhouse (build/kit/wheels/) are there; the first time adds their build
-and download.
+same plan (``invoke reproduce``) is made beside it: both go through the one measuring loop
+(harness/point_loop.py). The tests compare the two (the same points, files and validity) and prove that
+ingest refuses bad archives without storing anything; a second copy of the kit is interrupted, then
+resumed. About 2 min on 2 cores once the static commands (Go's cache) and the wheelhouse (build/kit/wheels/)
+are there; the first time adds their build and download.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from harness.rundir import Run
 from tests.network_lock import network_lock
 
 EXPERIMENT = ("fastfabric", "fig6-peer-throughput")
-OPTIONS = {"build": "reference", "variants": ["fabric-1.2"], "controls": False, "overrides": {"transactions": 500},
+OPTIONS = {"build": "reference", "variants": ["fabric-1.2"], "controls": True, "overrides": {"transactions": 500},
            "repeat": 1}
 CLEAN_PATH = "/usr/bin:/bin"
 
@@ -84,9 +85,59 @@ def kit_run(tmp_path_factory, request):
                            archive=kept, ingested=ingested, local=local, python=python)
 
 
+def _summaries(run: Run) -> dict[str, dict]:
+    """Each point's ``summary.json`` by point id."""
+    return {p.parent.name: json.loads(p.read_text()) for p in sorted((run.path / "points").glob("*/summary.json"))}
+
+
 def _point(run: Run) -> dict:
-    (summary,) = sorted((run.path / "points").glob("*/summary.json"))
-    return json.loads(summary.read_text())
+    """The measured point's summary (the control point's where it is the only one)."""
+    summaries = _summaries(run)
+    measured = [s for p, s in summaries.items() if not p.startswith("control__")]
+    (summary,) = measured or list(summaries.values())
+    return summary
+
+
+def _files(run: Run) -> dict[str, list[str]]:
+    """Each point's files (relative to its directory), but per-host metrics (``metrics/resources.*``): a kit's
+    run has none (Prometheus is not carried; ``resources_not_monitored``)."""
+    out = {}
+    for point in sorted((run.path / "points").iterdir()):
+        files = sorted(f.relative_to(point).as_posix() for f in point.rglob("*") if f.is_file())
+        out[point.name] = [f for f in files if not f.startswith("metrics/resources.")]
+    return out
+
+
+@pytest.mark.network
+@needs_tools
+def test_a_kit_and_reproduce_measure_the_same_plan_alike(kit_run):
+    """The same plan through ``invoke reproduce`` (local) and through a kit (``./kit/run``, ingested): the same
+    point list (the control point first), the same files per point, the same validity results; both go
+    through the one measuring loop (harness/point_loop.py) and their run metadata say the same of it."""
+    kit, local = kit_run.ingested, kit_run.local
+    assert kit.stored("resolved")["points"] == local.stored("resolved")["points"]
+    points = local.stored("resolved")["points"]
+    assert points[0].startswith("control__") and len(points) == 2
+    assert sorted(p.name for p in (kit.path / "points").iterdir()) == sorted(points)
+    assert _files(kit) == _files(local)
+    a, b = _summaries(kit), _summaries(local)
+    for point in points:
+        assert (a[point]["status"], a[point]["reason"], a[point]["valid"]) == \
+            (b[point]["status"], b[point]["reason"], b[point]["valid"]), point
+        for key in ("counts_from", "ledger_valid", "ledger_invalid", "problems", "evidence", "control"):
+            assert a[point]["validity"].get(key) == b[point]["validity"].get(key), (point, key)
+        assert a[point].get("controlled") == b[point].get("controlled"), point
+    run_a, run_b = (json.loads((r.path / "summary.json").read_text()) for r in (kit, local))
+    assert [(c["point"], c["point_status"]) for c in run_a["controls"]] == \
+        [(c["point"], c["point_status"]) for c in run_b["controls"]] == [(points[0], "complete")]
+    # the control found exactly the transactions it corrupted, on both paths
+    control = a[points[0]]["validity"]["control"]
+    assert a[points[0]]["valid"] and control["status"] == "passed" and control["ledger_invalid"] > 0
+    assert a[points[1]]["controlled"] == "passed"
+    for key in ("layout", "topology", "topology_not_deployed", "host_tuning", "roles"):
+        assert kit.metadata[key] == local.metadata[key], key
+    assert kit.metadata["cluster"]["links"] == local.metadata["cluster"]["links"] == []
+    assert kit.metadata["resources_not_monitored"] and "resources_not_monitored" not in local.metadata
 
 
 @pytest.mark.network
@@ -312,7 +363,8 @@ def test_the_measuring_half_imports_without_analysis_libraries_and_parses_as_pyt
     from harness.kit import harness_modules
     modules = harness_modules()
     names = {m.relative_to(REPO_ROOT).as_posix() for m in modules}
-    assert {"harness/kit_run.py", "harness/measure.py", "harness/deploy.py", "harness/watch.py"} <= names
+    assert {"harness/kit_run.py", "harness/point_loop.py", "harness/measure.py", "harness/deploy.py",
+            "harness/watch.py"} <= names
     assert not names & {"harness/analyze.py", "harness/collect.py", "harness/validity.py", "harness/report/__init__.py"}
     for module in modules:
         tree = ast.parse(module.read_text(), str(module), feature_version=(3, 9))
