@@ -1,4 +1,4 @@
-"""Drive one point: deploy its components, run the workload, tear down by PID, collect.
+"""A point's role variables and its analysis once measured (harness/point_loop.py runs the points).
 
 Drivers (the catalogue's ``driver`` field; each system declares how its builds
 run them, see ``harness/builds.py``), e.g. for the reference build:
@@ -26,8 +26,10 @@ files into the point's directory (what the measured window collected is kept,
 as ``partial_metrics``), and the point gets a ``summary.json`` saying how it ended.
 
 The measuring (playbook, watcher, teardown, CPUs read back) is ``harness/measure.py``'s
-(``measurement.json``); ``analyze_point`` collects and analyses what it left, here or, for a
-measurement kit's run, after ``invoke ingest`` (harness/kit.py).
+(``measurement.json``), called by the one measuring loop (``harness/point_loop.py``) for ``invoke
+reproduce`` and a kit's ``./kit/run`` alike; ``analyze_point`` collects and analyses what it left, as
+each point ends in ``invoke reproduce`` or, for a measurement kit's run, after ``invoke ingest``
+(harness/kit.py).
 """
 
 from __future__ import annotations
@@ -37,15 +39,13 @@ import math
 import time
 from pathlib import Path
 
-from . import analyze, systems, validity
+from . import analyze, systems
 from .collect import convert_point
 from .deploy import role_defaults
-from .errors import HarnessError, Interrupted
+from .errors import HarnessError
 # The measuring half (also a kit's target's); cpus_mismatch and controller_load_1min are named here too.
-from .measure import controller_load_1min, cpus_mismatch, measure_point, point_variables, read_measurement  # noqa: F401
+from .measure import read_measurement
 from .plan import Point
-from .progress import Progress
-from .rundir import Run
 from .timing import point_timing
 
 
@@ -123,31 +123,6 @@ def workload_variables(point: Point) -> dict:
                if name in point.parameters},
             "loadgen_forge_endorsement": round(float(point.parameters.get("corrupt_endorsement_fraction", 0))
                                                * transactions)}
-
-
-def run_point(run: Run, point: Point, spec: dict, inventory: Path, controller_work_root: Path,
-              bin_dir: Path, upstream_dir: Path | None = None, companion_dirs: dict | None = None,
-              systems_dir: Path | None = None, progress: Progress | None = None) -> dict:
-    """Run one point to its end and return its summary (status complete, failed or interrupted).
-
-    Measures it (``measure.measure_point``), then collects and analyses it (``analyze_point``).
-    ``spec`` is the driver of the point's variant in the run's build
-    (``harness.builds``); ``upstream_dir`` the upstream build it runs, if any;
-    ``companion_dirs`` other systems' builds its roles also run (``{system: dir}``); ``systems_dir``
-    the systems' folder (a test's fixture tree; default the repository's); ``progress`` shows the
-    point's phase. Re-raises ``Interrupted`` after the teardown so that the whole run stops.
-    """
-    variables = {**point_variables(run, point.to_dict(), spec, controller_work_root, bin_dir, upstream_dir,
-                                   companion_dirs),
-                 **role_variables(point, list(companion_dirs or {}), systems_dir)}
-    patterns = validity.fatal_patterns(point.system, systems_dir or validity.SYSTEMS)
-    point_dir = run.point_dir(point.id)
-    try:
-        measure_point(run, point.to_dict(), spec, inventory, variables, patterns, progress)
-    except Interrupted:
-        analyze_point(point_dir)
-        raise
-    return analyze_point(point_dir)
 
 
 def analyze_point(point_dir: Path) -> dict:

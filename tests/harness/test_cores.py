@@ -250,7 +250,7 @@ def test_smoke_reproduction_with_one_cpu_reads_back_one_cpu_per_process(tmp_path
 def test_a_point_whose_components_read_back_other_cpus_than_intended_names_them(tmp_path):
     """runner.cpus_mismatch on a point's affinity_*.csv as the process role writes them."""
     from harness.cpus import read_back as read
-    from harness.runner import cpus_mismatch
+    from harness.measure import cpus_mismatch
     allowed = len(os.sched_getaffinity(0))
     host = tmp_path / "raw" / "localhost"
     host.mkdir(parents=True)

@@ -8,7 +8,7 @@ import os
 
 from harness.report import render_paper
 from harness.rundir import read_json, write_json
-from harness.runner import controller_load_1min
+from harness.measure import controller_load_1min
 from tests.harness.test_pooling import _equal_speed, make_run
 
 
