@@ -8,7 +8,7 @@
   and a verdict per claim of the experiment with its interval, its trend over
   cores and the evidence it rests on, all judged by harness/judge.py.
 * the same over several runs of one configuration pooled (``analyze_pool``),
-  which the report shows (rundir.select_runs chooses the runs).
+  which the report shows (selection.select_runs chooses the runs).
 * cores: each point records the CPUs its processes were allowed (``cpus``,
   read back from the hosts), which judge.py's trend over cores reads.
 
@@ -24,7 +24,8 @@ from .collect import load_measured, load_point, raw_tables, tables_differ
 from .errors import HarnessError
 from .judge import aggregate, all_metrics, clean, evaluate_claim, with_evidence
 from .questions import answer_question
-from .rundir import Run, read_json, select_runs, write_json
+from .rundir import Run, read_json, write_json
+from .selection import select_runs
 
 
 def compute_all(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
@@ -198,7 +199,7 @@ def analyze_run(run: Run) -> dict:
 
 def analyze_pool(runs: list[Run]) -> dict:
     """Each run's own ``summary.json`` (as ``analyze_run``), then the summary of all of them pooled
-    (runs of one configuration, oldest first; rundir.select_runs chooses them). Not written: the report
+    (runs of one configuration, oldest first; selection.select_runs chooses them). Not written: the report
     shows it."""
     by_run, other = {}, _other_runs(runs[-1], runs[-1].stored("experiment")["experiment"])
     for run in runs:

@@ -1,6 +1,6 @@
 """Open data (``invoke export``): a paper's pooled measurements and its claims as tidy tables.
 
-For each experiment the same runs the report pools (``rundir.select_runs``, ``analyze.analyze_pool``)
+For each experiment the same runs the report pools (``selection.select_runs``, ``analyze.analyze_pool``)
 give two tables, written as parquet (schema version in the metadata) and CSV under ``--out``:
 
 * ``measurements``: one row per point and metric of every pooled run, with the run, its build, the
@@ -28,7 +28,8 @@ from .catalogue import load_paper
 from .collect import write_table
 from .errors import HarnessError
 from .report import conditions
-from .rundir import Run, build_identity, read_json, select_runs
+from .rundir import Run, read_json
+from .selection import build_identity, select_runs
 
 MEASUREMENT_COLUMNS = ("paper", "experiment", "variant", "sweep", "repetition", "point", "run_id", "build_kind",
                        "build", "commit", "scale", "provider", "host_cpus_online", "host_cpus_usable", "cpu_model",

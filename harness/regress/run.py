@@ -12,7 +12,8 @@ from .. import cpus, machine_lock
 from ..errors import HarnessError
 from ..gitrepo import describe, first_parent_line
 from ..judge import WEAKEST_FIRST
-from ..rundir import Run, read_json, run_cores
+from ..rundir import Run, read_json
+from ..selection import run_cores
 from ..stats import compare, median_interval
 from .build import REFERENCE, NotMeasurable, build, pin_of, reference_variants
 from .lines import boundary

@@ -1,7 +1,7 @@
 """Render a paper's report (Markdown and self-contained HTML) from stored runs only.
 
 For every experiment of the paper's catalogue the report pools the repetitions
-of every complete run of one configuration (``rundir.select_runs``: the strongest
+of every complete run of one configuration (``selection.select_runs``: the strongest
 stored, whatever ran last: judged_when met, then scale, cores, repetitions), or of the runs
 named with ``--run`` / started ``--since`` a date, and lists every run it saw
 with why it is not pooled (incomplete, restricted to some variants, another

@@ -5,7 +5,7 @@ judge it, never a verdict. Used by the report and the export alike."""
 
 from __future__ import annotations
 
-from ..rundir import SCALES, unmet_conditions
+from ..selection import SCALES, unmet_conditions
 from .text import fmt
 
 __all__ = ["SCALES", "apply", "unmet"]
@@ -14,7 +14,7 @@ __all__ = ["SCALES", "apply", "unmet"]
 def unmet(experiment: dict, parameters: dict) -> list[dict]:
     """The ``judged_when`` conditions of ``experiment`` that ``parameters`` (a configuration's resolved
     parameters) do not meet, each with the ``value`` measured; a condition whose parameters are unknown is
-    left out (nothing to say it fails). The same test ranks the stored configurations (``rundir.select_runs``)."""
+    left out (nothing to say it fails). The same test ranks the stored configurations (``selection.select_runs``)."""
     return unmet_conditions(experiment.get("judged_when"), parameters)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import systems
 from ..analyze import analyze_pool
 from ..plan import metric_of
-from ..rundir import Selection
+from ..selection import Selection
 from . import conditions
 from .cores import cores_blocks
 from .figures import draw_figure, published_for

@@ -11,7 +11,8 @@ from pathlib import Path
 from .. import SCHEMA_VERSION, fidelity
 from ..catalogue import load_paper
 from ..errors import HarnessError
-from ..rundir import Run, select_runs
+from ..rundir import Run
+from ..selection import select_runs
 from ..rundir import write_json
 from .experiment import experiment_blocks
 from .glance import glance_blocks
@@ -42,7 +43,7 @@ def render_paper(paper_id: str, results: Path, reports: Path, papers_dir: Path |
     """Render ``reports/<paper>/report.md`` and ``report.html`` (and each experiment's section as
     ``report.md`` of its newest pooled run); return the dir.
 
-    Each experiment pools its complete runs of one configuration (``rundir.select_runs``); ``runs``
+    Each experiment pools its complete runs of one configuration (``selection.select_runs``); ``runs``
     (run directories of this paper) or ``since`` (a UTC date or time) restrict the runs considered.
     """
     paper = load_paper(paper_id, papers_dir)

@@ -88,7 +88,7 @@ def build_text(run_meta: dict) -> str:
 
 def caption(run_meta: dict, summary: dict, resolved: dict, cores=None) -> str:
     """Build, provider, cores, scale and repetitions of the runs behind a figure (``run_meta``: the newest;
-    ``cores``: those the pooled runs' points ran on, ``rundir.run_cores``; else the host's)."""
+    ``cores``: those the pooled runs' points ran on, ``selection.run_cores``; else the host's)."""
     host = run_meta.get("host") or {}
     pts = summary["points"]
     notes = sorted({d["note"] for d in ((run_meta.get("build") or {}).get("drivers") or {}).values() if d.get("note")})

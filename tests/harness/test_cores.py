@@ -24,7 +24,8 @@ from harness.errors import HarnessError
 from harness.plan import make_plan
 from harness.providers.local import LocalProvider
 from harness.report import render_paper
-from harness.rundir import Run, configuration, select_runs, write_json, write_yaml
+from harness.rundir import Run, write_json, write_yaml
+from harness.selection import configuration, select_runs
 from tests.harness.doubles import store_point_tables
 from tests.harness.test_pooling import _blocks
 

@@ -17,7 +17,7 @@ from harness.catalogue import load_paper
 from harness.judge import with_evidence
 from harness.plan import add_controls, control_points, make_plan
 from harness.reproduce import _mutations_of
-from harness.rundir import select_runs
+from harness.selection import select_runs
 from tests.harness.test_pooling import _equal_speed, make_run
 
 REPRODUCED = {"id": "c", "verdict": stats.REPRODUCED, "reason": "measured 1.5, expected ≥ 1.2"}

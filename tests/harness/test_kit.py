@@ -314,7 +314,8 @@ def test_ingest_holds_a_kit_run_against_the_plan_kept_at_home(lab_run, tmp_path)
     stored complete (positive control), and without the plan kept at home a run is stored incomplete."""
     from harness.kit import ingest, keep_plan
     from harness.kit_run import pack
-    from harness.rundir import select_runs, write_yaml
+    from harness.rundir import write_yaml
+    from harness.selection import select_runs
     from harness.verify import verify_run
     where, _ = lab_run("01")
     (source,) = [p for p in (where / "results" / "fastfabric" / "fig5-peer-block-latency").glob("2*")

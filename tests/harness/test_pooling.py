@@ -17,7 +17,8 @@ from harness.errors import HarnessError
 from harness.report import render_paper
 
 from tests.harness.doubles import store_point_tables
-from harness.rundir import Run, read_json, select_runs, write_json, write_yaml
+from harness.rundir import Run, read_json, write_json, write_yaml
+from harness.selection import select_runs
 
 BLOCK_COLUMNS = ("vscc_ns", "mvcc_ns", "block_commit_ns", "state_commit_ns", "history_commit_ns")
 

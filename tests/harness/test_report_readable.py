@@ -124,7 +124,7 @@ def test_claims_table_appears_once_in_the_paper_report(root, tmp_path, monkeypat
         seen.append(experiment["id"])
         mine = [claim] if len(seen) == 1 else []
         return [("h2", experiment["id"])] + ([("table", V.CLAIM_HEADERS, V.claims_rows(mine))] if mine else []), mine, []
-    def select(results, paper, exp, **_kw):  # TEST DOUBLE of rundir.select_runs: one run per experiment
+    def select(results, paper, exp, **_kw):  # TEST DOUBLE of selection.select_runs: one run per experiment
         (tmp_path / "runs" / exp).mkdir(parents=True, exist_ok=True)
         return SimpleNamespace(shown=SimpleNamespace(path=tmp_path / "runs" / exp))
     monkeypatch.setattr(PAPER, "select_runs", select)

@@ -189,7 +189,7 @@ def test_a_pattern_line_past_a_stop_offset_of_zero_fails(stored, tmp_path):
 def test_a_deleted_control_point_fails_the_run_naming_it(stored, tmp_path):
     """``invoke verify`` walks the run's plan (resolved.yaml), not the folders that are left: a control point
     whose folder was deleted fails, named, and the run is no longer complete (never pooled)."""
-    from harness.rundir import select_runs
+    from harness.selection import select_runs
     results = tmp_path / "results"
     run = shutil.copytree(stored[NETWORK], results / "fastfabric" / NETWORK / stored[NETWORK].name, symlinks=True)
     assert select_runs(results, "fastfabric", NETWORK).complete   # positive control: the untouched copy pools
