@@ -112,7 +112,8 @@ def setup(c):
 
 @task(help={
     "upstream": "build a system's published code instead (systems/<system>/upstream.yaml), e.g. fabric-1.2",
-    "source": "upstream source: auto (a snapshot in ../shared/upstream if present, else git clone), snapshot, git",
+    "source": "upstream source: auto (a snapshot in ../shared/upstream if present, else a git clone if the "
+              "repository answers), snapshot, git",
     "ref": "with --upstream: a tag, branch or commit of the system's repository instead of its recipe's pin, "
            "from git (fabric-2.5, fabric-3.1: a release of their line; harness/user_refs.py)",
 })
@@ -165,7 +166,8 @@ def test(c):
     "instance_type": "aws: one instance type for every role (default: per role, see infra/terraform)",
     "build": "upstream (the published code, built from source), reference (this repository's Go build), "
              "or auto (default: upstream where it can run, else reference, saying why)",
-    "source": "where upstream code comes from: auto (../shared/upstream snapshot if present, else git), snapshot, git",
+    "source": "where upstream code comes from: auto (a cached build, a ../shared/upstream snapshot, or git if the "
+              "repository answers; else the reference build, saying why), snapshot, git",
     "control": "run a control point first where the driver can corrupt transactions: 1% of each kind, which the "
                "ledger and our verifier must find exactly (default on; --no-control skips it)",
     "yes": "aws: create the instances without asking (after printing their types, count, cost and the wall time)",
