@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness import builds, upstream
+from harness import builds, upstream, upstream_source
 from harness.errors import HarnessError
 
 
@@ -32,6 +32,7 @@ def test_auto_falls_back_to_reference_and_says_why(tmp_path, monkeypatch):
 def test_auto_without_a_snapshot_or_git_falls_back(tmp_path, monkeypatch):
     monkeypatch.setenv("FABRICREPRO_UPSTREAM_SNAPSHOTS", str(tmp_path))
     monkeypatch.setattr(upstream.shutil, "which", lambda name: None)
+    monkeypatch.setattr(upstream_source, "BUILDS", tmp_path / "builds")  # no cached build of the pin either
     choice = builds.choose_build("auto", ["fabric-1.2"], "end-to-end")
     assert choice.kind == "reference" and "no snapshot 'fabric-1.2.0'" in choice.fallback_reason
 

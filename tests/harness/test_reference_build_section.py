@@ -11,7 +11,7 @@ import json
 import jsonschema
 import pytest
 
-from harness import REPO_ROOT, builds, upstream
+from harness import REPO_ROOT, builds, upstream, upstream_source
 from harness.catalogue import load_paper
 from harness.errors import HarnessError
 from harness.plan import for_build, make_plan
@@ -49,6 +49,7 @@ def test_experiment_without_the_section_is_the_same_on_both_builds():
 def test_auto_falls_back_before_the_plan_when_upstream_is_not_at_hand(tmp_path, monkeypatch):
     monkeypatch.setenv("FABRICREPRO_UPSTREAM_SNAPSHOTS", str(tmp_path))
     monkeypatch.setattr(upstream.shutil, "which", lambda name: None)
+    monkeypatch.setattr(upstream_source, "BUILDS", tmp_path / "builds")  # no cached build of the pin either
     kind, why = builds.build_kind("auto", TABLE1)
     assert kind == "reference" and "no snapshot" in why
     assert builds.build_kind("reference", TABLE1) == ("reference", None)
