@@ -53,7 +53,7 @@ import yaml
 
 from . import REPO_ROOT, cpus, ledger, systems
 from .plan import driver_of
-from .work import TIMED_SECTION, VERIFY_COST, work_check
+from .work import FLOOR_SECTION, TIMED_SECTION, VERIFY_COST, floor_owed, work_check
 from .errors import HarnessError
 
 SYSTEMS = REPO_ROOT / "systems"
@@ -128,6 +128,8 @@ HARNESS_BEFORE_STOP = [
      "meaning": "the driver's timed-section line, printed when its measured section ended"},
     {"name": "verify_cost", "regex": VERIFY_COST.pattern,
      "meaning": "the driver's cost of one verification, printed beside its timed section"},
+    {"name": "floor_section", "regex": FLOOR_SECTION.pattern,
+     "meaning": "the driver's floor-section line, printed before its timed section began"},
 ]
 
 
@@ -231,6 +233,10 @@ def _check_work(path: Path, work) -> None:
     margin = work["min_covered"]
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or margin < 1:
         raise HarnessError(f"{path}: work.min_covered must be a number of at least 1, not {margin!r}")
+    over = work.get("min_over_floor", 1)
+    if isinstance(over, bool) or not isinstance(over, (int, float)) or over <= 0:
+        raise HarnessError(f"{path}: work.min_over_floor (the share of the owed verifications' cost by which a timed "
+                           f"section must exceed its floor, harness/work.py) must be a positive number, not {over!r}")
 
 
 def _evidence_declaration(path: Path, driver: str, build: str, decl) -> dict:
@@ -516,6 +522,8 @@ def point_context(point_dir: Path) -> dict:
     # point's driver from it, the variant's own where it names one
     return {"experiment": experiment, "build": kind,
             "primitives": meta.get("primitives") or {},
+            # the run's build prints the work check's floor line (harness/work.py floor_owed): a point without it fails
+            "floor_owed": floor_owed(meta.get("build")),
             "build_paths": {v: b.get("path") for v, b in ((meta.get("build") or {}).get("variants") or {}).items()},
             "systems_dir": Path(meta["systems_dir"]) if meta.get("systems_dir") else SYSTEMS}
 
@@ -597,7 +605,7 @@ def check_point(point_dir: Path, point: dict, tables: dict[str, pd.DataFrame], b
         blocks = tables.get("blocks")
         timed = sorted(set(blocks["block_number"])) if blocks is not None and len(blocks) else None
         section["work"], more = work_check(point_dir, rules["work"], decl["validators"], context["primitives"],
-                                           codes, timed)
+                                           codes, timed, floor_required=bool(context.get("floor_owed")))
         problems += more
     section["problems"] = problems
     return section, problems

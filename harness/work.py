@@ -26,6 +26,21 @@ from .measure import measure_primitives  # noqa: F401  (measured where the point
 #: cmd/committerbench).
 TIMED_SECTION = re.compile(r"^fabricrepro timed_section txs (\d+) wall_ns (\d+) user_ns (\d+) system_ns (\d+)\s*$",
                             re.M)
+#: The line the upstream peer benchmarks (fabric-1.2 patch 0005, fastfabric patch 0008) print after their untimed
+#: floor section: the same work as the timed section's, in the same process just before it, with every ECDSA
+#: verification answered valid without being computed.
+FLOOR_SECTION = re.compile(r"^fabricrepro floor_section blocks (\d+) txs (\d+) wall_ns (\d+) user_ns (\d+) "
+                           r"system_ns (\d+)\s*$", re.M)
+#: What a build's patch says (its description, in the run's metadata.json) when its driver prints the floor line:
+#: a point of such a build without the line fails (fail closed).
+FLOOR_MARK = "fabricrepro floor_section"
+#: The share of the owed verifications' cost by which the timed section's CPU per transaction must exceed the
+#: floor's (systems/fabric-1.2/README.md, "Negative control of the work check"). The difference is the signature
+#: work alone (ideally x1.0 of the owed cost), measured within one process at one moment so the machine's load
+#: cancels out; the negative control's is about x0 (signature checks off in both sections). The system's
+#: ``min_covered`` is a margin on the whole CPU (the work around the verifications included) and does not apply
+#: to the difference; a system may declare its own ``min_over_floor`` (validity.yaml ``work``).
+FLOOR_MIN_OVER = 0.5
 #: The CPU cost of one verification the same drivers measure just before and after their timed section.
 VERIFY_COST = re.compile(r"^fabricrepro verify_cost verifies \d+ before_cpu_ns_per_verify (\d+) "
                           r"after_cpu_ns_per_verify (\d+)\s*$", re.M)
@@ -44,6 +59,18 @@ def timed_sections(point_dir: Path, components: list[str]) -> list[dict]:
             for txs, wall, user, system in TIMED_SECTION.findall(log.read_text(encoding="utf-8", errors="replace")):
                 out.append({"component": c, "host": log.parent.name, "txs": int(txs), "wall_s": int(wall) / 1e9,
                             "cpu_s": (int(user) + int(system)) / 1e9})
+    return out
+
+
+def floor_sections(point_dir: Path, components: list[str]) -> list[dict]:
+    """The floor-section CPU lines the components printed (``fabricrepro floor_section ...``)."""
+    out = []
+    for c in components:
+        for log in sorted(Path(point_dir).glob(f"logs/*/{c}.*")):
+            for blocks, txs, wall, user, system in FLOOR_SECTION.findall(
+                    log.read_text(encoding="utf-8", errors="replace")):
+                out.append({"component": c, "host": log.parent.name, "blocks": int(blocks), "txs": int(txs),
+                            "wall_s": int(wall) / 1e9, "cpu_s": (int(user) + int(system)) / 1e9})
     return out
 
 
@@ -78,8 +105,26 @@ def harness_cost_ns(primitives: dict | None) -> tuple[float | None, str]:
     return None, ""
 
 
+def floor_owed(build: dict | None) -> bool:
+    """Whether the run's build (``metadata.json`` ``build``) carries a patch whose driver prints the floor line
+    (its description names ``FLOOR_MARK``): then a point without that line fails. Runs made before the floor
+    section (fabric-1.2 patch 0005 and fastfabric 0008 of 2026-12-07) are checked without it, labelled so."""
+    def patches(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "patches" and isinstance(v, list):
+                    yield from (p for p in v if isinstance(p, dict))
+                else:
+                    yield from patches(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from patches(v)
+    return any(FLOOR_MARK in str(p.get("description") or "") for p in patches(build or {}))
+
+
 def work_check(point_dir: Path, work: dict, components: list[str], primitives: dict | None,
-               codes: pd.DataFrame | None, timed_blocks: list[int] | None = None) -> tuple[dict, list[str]]:
+               codes: pd.DataFrame | None, timed_blocks: list[int] | None = None,
+               floor_required: bool = False) -> tuple[dict, list[str]]:
     """CPU spent against ``verifies_per_tx`` verifications per transaction the ledger holds.
 
     The CPU is the timed section's where the validating component printed one (the pre-made-block
@@ -90,6 +135,11 @@ def work_check(point_dir: Path, work: dict, components: list[str], primitives: d
     ``VERIFY_COST_TOLERANCE`` and may raise it, never lower it. The CPU must exceed the owed verifications'
     ``min_covered`` times (the system's declared margin; none defaults): the system's negative control, its
     validator with the signature checks off, stays below that.
+    Where the driver printed a floor section (``FLOOR_SECTION``: the same work just before the timed section
+    in the same process, signature checks off), the timed section's CPU per transaction must also exceed the
+    floor's by ``min_over_floor`` (``FLOOR_MIN_OVER`` unless the system declares it) times the owed
+    verifications' cost: a difference within one process, which the machine's load does not move. A build
+    whose driver prints it (``floor_required``) fails without it.
     Anything missing (no CPU record, no ledger count, no measured cost, no margin) fails: "not measured" is
     no pass.
     """
@@ -148,14 +198,41 @@ def work_check(point_dir: Path, work: dict, components: list[str], primitives: d
     result.update({"txs": txs, "cpu_s": round(cpu, 4), "verify_us": round(cost_ns / 1e3, 2),
                    "needed_cpu_s": round(needed, 4), "cpu_us_per_tx": round(cpu / txs * 1e6, 1),
                    "covered": round(cpu / needed, 3)})
+    problems = []
+    floors = floor_sections(point_dir, components) if sections else []
+    if floors:
+        min_over = work.get("min_over_floor", FLOOR_MIN_OVER)
+        floor_txs, floor_cpu = sum(f["txs"] for f in floors), sum(f["cpu_s"] for f in floors)
+        owed_us = work["verifies_per_tx"] * cost_ns / 1e3
+        if not floor_txs:
+            return {**result, "status": "failed"}, ["work check: the floor section says 0 transactions"]
+        over_us = cpu / txs * 1e6 - floor_cpu / floor_txs * 1e6
+        result.update({"floor": {"txs": floor_txs, "blocks": sum(f["blocks"] for f in floors),
+                                 "cpu_s": round(floor_cpu, 4), "wall_s": round(sum(f["wall_s"] for f in floors), 4),
+                                 "cpu_us_per_tx": round(floor_cpu / floor_txs * 1e6, 1)},
+                       "over_floor_us_per_tx": round(over_us, 1), "covered_over_floor": round(over_us / owed_us, 3),
+                       "min_over_floor": float(min_over)})
+        if over_us < owed_us * float(min_over):
+            problems.append(
+                f"work check: the timed section spent {cpu / txs * 1e6:.1f} CPU-us per transaction, its floor "
+                f"(the same work with the signature checks off, same process) {floor_cpu / floor_txs * 1e6:.1f}: "
+                f"{over_us:.1f} us more, below {float(min_over)} x the {owed_us:.1f} us of the "
+                f"{work['verifies_per_tx']} verifications owed (x{over_us / owed_us:.2f})")
+    elif sections and floor_required:
+        result["floor"] = None
+        problems.append("work check: no floor-section line (fabricrepro floor_section ...), which this run's build "
+                        "prints before its timed section: its signature work cannot be told from the load")
+    elif sections:
+        result["floor"] = None
+        result["basis"] += (" (no floor section: a driver that prints none, or a run made before it; held against "
+                            "min_covered alone)")
     if cpu < needed * result["min_covered"]:
-        result["status"] = "failed"
-        return result, [f"work check: {txs} transactions need at least {needed:.3f} CPU-s of signature "
+        problems.append(f"work check: {txs} transactions need at least {needed:.3f} CPU-s of signature "
                         f"verification ({work['verifies_per_tx']} x {cost_ns / 1e3:.1f} us) x {result['min_covered']} "
                         f"(the margin above the negative control), {result['basis']} spent {cpu:.3f} CPU-s "
-                        f"(x{cpu / needed:.2f})"]
-    result["status"] = "passed"
-    return result, []
+                        f"(x{cpu / needed:.2f})")
+    result["status"] = "failed" if problems else "passed"
+    return result, problems
 
 
 def run_primitives(run_dir: Path) -> dict:
