@@ -30,7 +30,9 @@ APT_PACKAGES = ["protobuf-compiler", "libprotobuf-dev", "prometheus", "prometheu
                 # invoke kit: strip carries the binaries without symbols; venv makes the tests' bare Python
                 "binutils", "python3-venv",
                 # upstream builds: sources from git, patches, cgo (a stock Debian or Ubuntu has none of these)
-                "git", "patch", "make", "gcc", "g++"]
+                "git", "patch", "make", "gcc", "g++",
+                # the upstream snapshots are .tar.xz (a stock Debian 12 root has no xz)
+                "xz-utils"]
 GO_TOOLS = {"protoc-gen-go": "google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11",
             "protoc-gen-go-grpc": "google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1"}
 

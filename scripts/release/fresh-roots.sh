@@ -44,9 +44,9 @@ cleanup() {
   for p in /proc/[0-9]*; do
     [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill "${p#/proc/}" 2>/dev/null || true
   done
-  for m in tmp/fabricrepro-network.lock dev/shm dev/pts dev sys proc; do
-    mountpoint -q "$root/$m" && { umount "$root/$m" 2>/dev/null || umount -l "$root/$m"; }
-  done
+  # every mount in the root (the root itself, proc, dev, the tests' network namespaces), deepest first
+  awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts | sort -r |
+    while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
   [ -n "${KEEP:-}" ] || rm -rf --one-file-system "$root"
   root=""
 }
@@ -103,6 +103,7 @@ check() {  # NAME
   cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
   [ ! -x "$root/usr/sbin/update-ca-certificates" ] || chroot "$root" update-ca-certificates >/dev/null
   printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d" && chmod +x "$root/usr/sbin/policy-rc.d"
+  mount --bind "$root" "$root"   # a mount point, as / is: ip netns makes it rslave
   mount -t proc proc "$root/proc"
   mount -t sysfs sys "$root/sys"
   mount --bind /dev "$root/dev"
