@@ -40,7 +40,7 @@ FLOOR_MARK = "fabricrepro floor_section"
 #: cancels out; the negative control's is about x0 (signature checks off in both sections). The system's
 #: ``min_covered`` is a margin on the whole CPU (the work around the verifications included) and does not apply
 #: to the difference; a system may declare its own ``min_over_floor`` (validity.yaml ``work``).
-FLOOR_MIN_OVER = 0.5
+FLOOR_MIN_OVER = 0.6
 #: The CPU cost of one verification the same drivers measure just before and after their timed section.
 VERIFY_COST = re.compile(r"^fabricrepro verify_cost verifies \d+ before_cpu_ns_per_verify (\d+) "
                           r"after_cpu_ns_per_verify (\d+)\s*$", re.M)
