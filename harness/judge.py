@@ -404,7 +404,7 @@ def _judge(claim: dict, experiment: dict, groups: list[dict], context: dict) -> 
 
 
 #: Evidence classes from the weakest (harness/validity.py): a claim rests on its weakest pooled point.
-WEAKEST_FIRST = tuple(reversed(validity.EVIDENCE_CLASSES))
+_WEAKEST_FIRST = tuple(reversed(validity.EVIDENCE_CLASSES))
 #: Why a class of ``validity.SELF_VOUCHED`` cannot make a claim "reproduced".
 _SELF_VOUCHED_WHY = {
     validity.DRIVER_ONLY: "counts not ledger-proven: the driver's own count, with no ledger codes and no independent "
@@ -415,6 +415,14 @@ _SELF_VOUCHED_WHY = {
 }
 #: A measured point's control (analyze.control_status), from the weakest.
 _CONTROL_WEAKEST_FIRST = ("failed", "not run", "passed")
+
+
+def weakest_evidence(points: list[dict]) -> tuple[str | None, str | None]:
+    """The weakest evidence class of ``points`` (measured point summaries) and the weakest control among those a
+    control could prove (``controlled``); None for either where no point states one."""
+    classes = [c for c in _WEAKEST_FIRST if c in {(s.get("validity") or {}).get("evidence") for s in points}]
+    controls = [c for c in _CONTROL_WEAKEST_FIRST if c in {s.get("controlled") for s in points}]
+    return (classes[0] if classes else None), (controls[0] if controls else None)
 
 
 def with_evidence(claim: dict, summaries: list[dict], compared: dict | None = None) -> dict:
@@ -430,20 +438,17 @@ def with_evidence(claim: dict, summaries: list[dict], compared: dict | None = No
                 if isinstance(op, dict) and op.get("variant") and not op.get("experiment")}
     own = [s for s in summaries if s.get("variant") in variants]
     pooled = [s for s in (own or summaries) if s["status"] == "complete" and s["valid"] and not s.get("control")]
-    found = {(s.get("validity") or {}).get("evidence") for s in pooled}
-    classes = [c for c in WEAKEST_FIRST if c in found]
-    if not classes:
+    weakest, control = weakest_evidence(pooled)
+    if weakest is None:
         return {**claim, "evidence_class": None}
-    weakest = classes[0]
     out = {**claim, "evidence_class": weakest}
-    controls = [c for c in _CONTROL_WEAKEST_FIRST if c in {s.get("controlled") for s in pooled}]
-    if controls:
-        out["control"] = controls[0]
+    if control:
+        out["control"] = control
     measured_alone = " (the measurement alone would say reproduced)"
     if weakest in validity.SELF_VOUCHED and claim.get("verdict") == stats.REPRODUCED:
         out.update(verdict=stats.INCONCLUSIVE, reason=_SELF_VOUCHED_WHY[weakest] + measured_alone)
-    elif controls and controls[0] != "passed" and claim.get("verdict") == stats.REPRODUCED:
-        why = ("a control point of its run failed" if controls[0] == "failed" else
+    elif control and control != "passed" and claim.get("verdict") == stats.REPRODUCED:
+        why = ("a control point of its run failed" if control == "failed" else
                "no control point ran beside its points (--no-control, or a run made before controls covered "
                "their ordering or validation path)")
         out.update(verdict=stats.INCONCLUSIVE, reason=f"checks not proven: {why}{measured_alone}")

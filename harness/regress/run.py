@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import cpus, machine_lock
 from ..errors import HarnessError
 from ..gitrepo import describe, first_parent_line
-from ..judge import WEAKEST_FIRST
+from ..judge import weakest_evidence
 from ..rundir import Run, read_json
 from ..selection import run_cores
 from ..stats import compare, median_interval
@@ -46,10 +46,8 @@ def evidence(run_path: Path) -> str:
     never "reproduced"-grade evidence; the page says so per commit."""
     points = [read_json(p) for p in sorted((run_path / "points").glob("*/summary.json"))]
     measured = [s for s in points if not s.get("control") and s.get("status") == "complete"]
-    found = {(s.get("validity") or {}).get("evidence") for s in measured}
-    classes = [c for c in WEAKEST_FIRST if c in found] or ["no complete point"]
-    controls = sorted({s["controlled"] for s in measured if s.get("controlled")})
-    return classes[0] + (f"; control {', '.join(controls)}" if controls else "")
+    weakest, control = weakest_evidence(measured)
+    return (weakest or "no complete point") + (f"; control {control}" if control else "")
 
 
 def stored_runs(results: Path, paper: str, experiment: str) -> list[Path]:
