@@ -1,11 +1,12 @@
 // Command txverify re-derives each transaction's validation code from the
-// block files of one Fabric 1.x ledger (the blockfile_NNNNNN a run keeps in
+// block files of one Fabric ledger (the blockfile_NNNNNN a run keeps in
 // raw/<host>/blocks/, or the reference build's, as cmd/blockfile reads them)
-// with this repository's own model of Fabric 1.2's committer, independent of
-// the upstream code (package internal/txverify says what is checked and how),
-// and prints it beside the code the ledger recorded:
+// with this repository's own model of Fabric 1.2's committer, or of Fabric
+// v2.x/v3.x's (--rules; internal/txverify/v2.go), independent of the upstream
+// code (package internal/txverify says what is checked and how), and prints it
+// beside the code the ledger recorded:
 //
-//	txverify [--policy P] [--msp-dir DIR]... [--sample F --seed S] [--prestate auto|empty] FILE...
+//	txverify [--rules auto|v1|v2] [--policy P] [--msp-dir DIR]... [--sample F --seed S] [--prestate auto|empty] FILE...
 //
 // FILE... are the ledger's block files in order. stdout is CSV, one row per
 // checked transaction:
@@ -27,6 +28,14 @@
 //
 // Options:
 //
+//	--rules R      the committer modelled: v1 (Fabric 1.2), v2 (Fabric v2.x
+//	               and v3.x: the _lifecycle namespace and implicit org
+//	               collections, v2's dispatcher and state-based endorsement,
+//	               v2's MVCC over public and hashed reads, and every block's
+//	               orderer signatures against /Channel/Orderer/BlockValidation,
+//	               Raft's or SmartBFT's quorum), or auto (default): v2 where the
+//	               ledger's config block carries a V2_0 or later capability;
+//	               the summary then names "rules": "v2"
 //	--policy P     endorsement policy, Fabric's language, of a chaincode the
 //	               ledger holds no definition of (default: one member of any
 //	               application organization of the channel, which is
@@ -60,8 +69,9 @@
 // hyperledger/fabric/sampleconfig/msp.
 //
 // Exit status: 0 when every checked code equals the recorded one, 3 when
-// any differs, 1 when a file cannot be read, the chain is broken or no MSP is
-// available, 2 on bad usage.
+// any differs, 1 when a file cannot be read, the chain is broken, no MSP is
+// available or (v2 rules) a block's data hash or orderer signatures do not
+// verify, 2 on bad usage.
 package main
 
 import (
@@ -80,7 +90,7 @@ import (
 	"fabricrepro/internal/txverify"
 )
 
-const usage = "usage: txverify [--policy P] [--msp-dir DIR]... [--sample F --seed S] [--prestate auto|empty] FILE... (one ledger's blockfile_NNNNNN, in order)"
+const usage = "usage: txverify [--rules auto|v1|v2] [--policy P] [--msp-dir DIR]... [--sample F --seed S] [--prestate auto|empty] FILE... (one ledger's blockfile_NNNNNN, in order)"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -103,6 +113,7 @@ type Summary struct {
 	PrestateKeys int      `json:"prestate_keys"`
 	Sample       float64  `json:"sample"`
 	Seed         uint64   `json:"seed"`
+	Rules        string   `json:"rules,omitempty"`
 	Error        string   `json:"error,omitempty"`
 }
 
@@ -117,6 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.Sample, "sample", 1, "share of transactions whose signatures are verified (0 < F <= 1)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the sample")
 	fs.StringVar(&o.Prestate, "prestate", "auto", "auto or empty")
+	fs.StringVar(&o.Rules, "rules", "auto", "v1 (Fabric 1.2's committer), v2 (Fabric v2.x/v3.x's) or auto (by the config block's capabilities)")
 	// Flags may come before, between or after the files.
 	var files []string
 	for {
@@ -140,6 +152,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.Prestate != "auto" && o.Prestate != "empty" {
 		fmt.Fprintf(stderr, "txverify: --prestate %q is neither auto nor empty\n", o.Prestate)
+		return 2
+	}
+	if o.Rules != "auto" && o.Rules != "v1" && o.Rules != "v2" {
+		fmt.Fprintf(stderr, "txverify: --rules %q is neither v1, v2 nor auto\n", o.Rules)
 		return 2
 	}
 	if _, err := txverify.ParsePolicy(o.Policy); o.Policy != "" && err != nil {
@@ -203,6 +219,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	s.Txs, s.Checked, s.Agree, s.Disagree = res.Txs, res.Checked, res.Agree, res.Disagree
 	s.Source, s.Channel, s.MSPs, s.Policy, s.PrestateKeys = res.Source, res.Channel, res.MSPIDs, res.Policy, res.Prestate
+	if res.Rules != "v1" {
+		s.Rules = res.Rules // a Fabric 1.2 ledger's summary stays as it was
+	}
 	s.Seconds = time.Since(start).Seconds()
 	writeSummary(stderr, s)
 	if res.Disagree > 0 {

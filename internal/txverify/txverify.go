@@ -4,6 +4,11 @@
 // no upstream code), and sets it beside the code the ledger recorded in the
 // block's TRANSACTIONS_FILTER. cmd/txverify is its command.
 //
+// A ledger whose config block carries a V2_0 or later capability (Fabric
+// v2.x, v3.x) is checked with the v2 rules instead (Options.Rules; v2.go
+// says what they check, with the upstream file and line of each rule); what
+// follows is the v1 rules, Fabric 1.2's.
+//
 // Per endorser transaction, as Fabric 1.2's committer does, in its order:
 // the envelope's layers and header fields, the creator's certificate (it
 // must chain to a root or intermediate CA of its MSP) and signature over the
@@ -102,6 +107,13 @@ type Options struct {
 	// Workers validates a block's transactions with this many goroutines
 	// (0: GOMAXPROCS).
 	Workers int
+	// Rules is the committer modelled: "v1" (Fabric 1.2, this file), "v2"
+	// (Fabric v2.x/v3.x, v2.go), or "auto"/"" (RulesOf the first block: v2
+	// where the channel's configuration carries a V2_0 or later capability).
+	Rules string
+	// unsigned names blocks whose orderer signatures the v2 rules do not
+	// check (tests that rebuild a block cannot sign it as its orderers did).
+	unsigned map[uint64]bool
 }
 
 // Row is one checked transaction.
@@ -123,6 +135,12 @@ func CodeName(c pb.TxValidationCode) string {
 	if n, ok := pb.TxValidationCode_name[int32(c)]; ok {
 		return n
 	}
+	switch c {
+	case codeInvalidWriteset:
+		return "INVALID_WRITESET"
+	case codeInvalidChaincode:
+		return "INVALID_CHAINCODE"
+	}
 	return fmt.Sprint(int32(c))
 }
 
@@ -140,6 +158,8 @@ type Result struct {
 	MSPIDs   []string
 	Policy   string
 	Prestate int
+	// Rules is the committer's rule set used: "v1" or "v2".
+	Rules string
 }
 
 type verifier struct {
@@ -178,11 +198,34 @@ func Verify(blocks []*cb.Block, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	rules := o.Rules
+	if rules == "" || rules == "auto" {
+		rules = RulesOf(blocks[0])
+	}
+	switch rules {
+	case "v2":
+		res := &Result{Rules: "v2"}
+		if err := verifyV2(blocks, o, res); err != nil {
+			return nil, err
+		}
+		for _, r := range res.Rows {
+			if r.Agrees() {
+				res.Agree++
+			} else {
+				res.Disagree++
+			}
+		}
+		res.Checked = len(res.Rows)
+		return res, nil
+	case "v1":
+	default:
+		return nil, fmt.Errorf("rules %q are neither v1, v2 nor auto", o.Rules)
+	}
 	v := &verifier{o: o, state: newReplayState(), index: txIDIndex{}, sampleFrac: o.Sample}
 	if v.sampleFrac <= 0 || v.sampleFrac > 1 {
 		v.sampleFrac = 1
 	}
-	res := &Result{}
+	res := &Result{Rules: "v1"}
 
 	// Membership: the first block's configuration, then the directories.
 	var sources []string
