@@ -18,7 +18,10 @@ calls this module; docs/validity.md says what each check can and cannot see):
   code from its bytes (creator and endorsement signatures against the MSPs of
   the ledger's config block, the endorsement policy, MVCC over the block
   sequence) with this repository's code, not the system's, and must agree
-  with the recorded code transaction by transaction.
+  with the recorded code transaction by transaction. It models Fabric 1.2's
+  committer, or v2.x/v3.x's where the ledger's config block carries a V2_0 or
+  later capability (and then also checks every block's orderer signatures);
+  the section names ``rules: v2`` then.
 """
 
 from __future__ import annotations
@@ -237,7 +240,10 @@ def _run_verifier(ledger: Ledger, txverify_bin: Path, policy: str | None, seed_t
     except json.JSONDecodeError:
         summary = {}
     section = {"ledger": ledger.key, "sample": sample, "seconds": round(wall, 3),
-               **{k: summary.get(k) for k in ("txs", "checked", "agree", "disagree")}}
+               **{k: summary.get(k) for k in ("txs", "checked", "agree", "disagree")},
+               # the committer's rules it modelled (txverify --rules auto: "v2" for a v2.x/v3.x ledger); a
+               # Fabric 1.2 ledger's summary names none
+               **({"rules": summary["rules"]} if summary.get("rules") else {})}
     if proc.returncode not in (0, 3) or not summary:
         return {**section, "status": "failed"}, [
             f"our verifier could not check the ledger {ledger.key}: "

@@ -175,7 +175,9 @@ def test_v31_couchdb_point_passes_validity(fabric31_build, tmp_path):
     point = summaries["fabric-3.1-couchdb__r0"]
     assert point["status"] == "complete" and point["valid"], point["validity"]
     v = point["validity"]
-    assert v["evidence"] == "validator's codes" and v["problems"] == [] and v["ledger_invalid"] == {}, v
+    # our verifier re-derived every code of the peer's ledger (v2 rules; the state database is not in them)
+    assert v["evidence"] == "ledger-proven" and v["problems"] == [] and v["ledger_invalid"] == {}, v
+    assert [c["status"] for c in v["verifier"]] == ["agreed"] and v["verifier"][0]["rules"] == "v2", v["verifier"]
     assert v["ledger_valid"] == 1 + 2 + 3 * TRANSFERS
     assert summaries["control__fabric-3.1-couchdb__r0"]["valid"]
     assert point["metrics"]["commit_throughput_tps"] > 0 and point["metrics"]["vscc_latency_ms"] >= 0
