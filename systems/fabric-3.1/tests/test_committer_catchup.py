@@ -260,7 +260,10 @@ def test_catchup_point_end_to_end(fabric31_build, tmp_path):
     assert sorted(summaries) == ["control__fabric-3.1__r0", "fabric-3.1__r0"], sorted(summaries)
     for name, s in summaries.items():
         v = s["validity"]
-        assert s["status"] == "complete" and v["evidence"] == "validator's codes" and v["problems"] == [], (name, v)
+        assert s["status"] == "complete" and v["evidence"] == "ledger-proven" and v["problems"] == [], (name, v)
+        # our verifier (v2 rules) re-derived both peers' kept ledgers, each in agreement
+        assert sorted(c["ledger"].split("/")[1] for c in v["verifier"]) == ["fabric3_catchup_peer", "fabric3_peer"]
+        assert all(c["status"] == "agreed" and c["rules"] == "v2" for c in v["verifier"]), v["verifier"]
         assert "fabric3_catchup_peer" in v["counts_from"] and "fabric3_peer" in v["counts_from"]
         assert v["work"]["status"] == "passed" and v["work"]["components"] == ["fabric3_catchup_peer"]
     control = summaries["control__fabric-3.1__r0"]["validity"]
