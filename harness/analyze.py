@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import SCHEMA_VERSION, cpus, measure, timing, validity
+from . import SCHEMA_VERSION, capacity, cpus, measure, timing, validity
 from .collect import load_measured, load_point, raw_tables, tables_differ
 from .errors import HarnessError
-from .judge import aggregate, all_metrics, clean, evaluate_claim, with_evidence
+from .judge import aggregate, all_metrics, clean, evaluate_claim, with_capacity, with_evidence
 from .questions import answer_question
 from .rundir import Run, read_json, write_json
 from .selection import select_runs
@@ -59,13 +59,23 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
         problems = tables_differ(raw, stored) + problems
     except HarnessError as e:
         validity_section, problems = {"problems": [str(e)]}, [f"validity check: {e}"]
-    if status == "complete" and problems:
+    # A problem the system declares a limit of the machine's cores (harness/capacity.py) is a verdict on the
+    # machine, not on the count: the point is kept, complete but not valid, with its counts and reasons.
+    limited = capacity.classify(capacity.limits_for(point_dir, point["system"]), problems) \
+        if status == "complete" else None
+    if status == "complete" and problems and not limited:
         status, reason = "failed", "validity: " + "; ".join(problems)
-    valid, invalid_reason = True, None
+    valid, invalid_reason, invalid_kind = True, None, None
+    if limited:
+        validity_section["capacity"] = limited
+        valid, invalid_kind = False, capacity.CAPACITY
+        invalid_reason = f"the machine could not carry it ({', '.join(limited['limits'])}): " + "; ".join(problems)
     limit = point["parameters"].get("max_lag_ms")
     lag = metrics.get("loadgen_max_lag_ms")
     if point["parameters"].get("rate_tps") and lag is not None and limit is not None and lag > limit:
-        valid, invalid_reason = False, f"load generator lagged {lag} ms behind its schedule (limit {limit} ms)"
+        valid, invalid_kind = False, capacity.CAPACITY
+        invalid_reason = "; ".join([r for r in [invalid_reason] if r]
+                                   + [f"load generator lagged {lag} ms behind its schedule (limit {limit} ms)"])
     # A point that did not complete carries no measurement: what its tables allow is kept apart, flagged partial.
     extra = {k: v for k, v in (extra or {}).items() if k not in ("partial", "partial_metrics")}
     if "timing" in extra:
@@ -84,6 +94,7 @@ def point_summary(point_dir: Path, point: dict, status: str, reason: str | None 
         "reason": reason,
         "valid": valid,
         "invalid_reason": invalid_reason,
+        **({"invalid_kind": invalid_kind} if invalid_kind else {}),
         "metrics": metrics,
         **extra,
         **partial,
@@ -105,7 +116,7 @@ def point_summaries(run: Run) -> list[dict]:
             old = read_json(summary_path)
             keep = {k: v for k, v in old.items() if k not in
                     ("schema_version", "point", "variant", "sweep", "repetition", "control", "status", "reason",
-                     "valid", "invalid_reason", "metrics", "validity", "controlled")}
+                     "valid", "invalid_reason", "invalid_kind", "metrics", "validity", "controlled")}
             status, reason = measure.measured_status(point_json.parent, old)
             summaries.append(point_summary(point_json.parent, point, status, reason, keep))
     paths = (run.stored("resolved").get("control") or {}).get("paths") or []
@@ -163,8 +174,11 @@ def _summary(runs: list[Run], by_run: dict[str, list[dict]], other_runs: dict) -
                "not_runnable": resolved.get("not_runnable_variants") or {},
                "other_runs": other_runs}
     every = [s for summaries in by_run.values() for s in summaries]
+    where = {**context, "paper": newest.metadata["paper"], "experiment": experiment["id"]}
+
     def judge(claim: dict) -> dict:
-        return with_evidence(evaluate_claim(claim, experiment, groups, context), every, compared=claim)
+        return with_capacity(with_evidence(evaluate_claim(claim, experiment, groups, context), every, compared=claim),
+                             claim, every, where)
 
     claims = [judge(c) for c in experiment.get("claims") or []]
     questions = [answer_question(q, judge) for q in experiment.get("questions") or []]
@@ -178,7 +192,9 @@ def _summary(runs: list[Run], by_run: dict[str, list[dict]], other_runs: dict) -
         "points": {"total": sum(len(r.stored("resolved").get("points") or []) for r in runs),
                    "complete": sum(s["status"] == "complete" for s in every),
                    "failed": sum(s["status"] == "failed" for s in every),
-                   "invalid": sum(not s["valid"] for s in every)},
+                   "invalid": sum(not s["valid"] for s in every),
+                   # complete points this machine could not carry (harness/capacity.py): their claims not comparable
+                   **({"capacity_limited": n} if (n := sum(capacity.limited(s) for s in every)) else {})},
         "groups": groups,
         "claims": claims,
         **({"questions": questions} if questions else {}),

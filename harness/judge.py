@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from . import stats, systems, validity
+from . import capacity, stats, systems, validity
 from .claims import claim_band, names_several, param_matches
 from .metrics import METRICS, Metric
 
@@ -452,4 +452,44 @@ def with_evidence(claim: dict, summaries: list[dict], compared: dict | None = No
                "no control point ran beside its points (--no-control, or a run made before controls covered "
                "their ordering or validation path)")
         out.update(verdict=stats.INCONCLUSIVE, reason=f"checks not proven: {why}{measured_alone}")
+    return out
+
+
+def _claim_points(claim: dict, experiment_id: str | None, summaries: list[dict]) -> list[dict]:
+    """The measured (not control) point summaries of this experiment that a claim's sides compare: of the
+    variant each side names, at the parameters it asks for (a parameter pinned on one side of a ratio holds
+    for the other too, as in ``_side``)."""
+    sides = ([claim.get("numerator") or {}, claim.get("denominator") or {}] if claim.get("compare") == "ratio"
+             else [{"variant": claim.get("variant"), "params": claim.get("params")}])
+    pinned = {k: v for side in sides for k, v in (side.get("params") or {}).items()}
+    out = []
+    for side in sides:
+        if side.get("experiment") not in (None, experiment_id):
+            continue
+        params = {**pinned, **(side.get("params") or {})}
+        out += [s for s in summaries if not s.get("control") and s not in out
+                and (side.get("variant") is None or s.get("variant") == side.get("variant"))
+                and all(param_matches((s.get("sweep") or {}).get(k), v) for k, v in params.items()
+                        if k in (s.get("sweep") or {}))]
+    return out
+
+
+def with_capacity(result: dict, claim: dict, summaries: list[dict], context: dict) -> dict:
+    """A claim resting on points this machine could not carry (harness/capacity.py: a declared capacity limit,
+    a load generator behind its schedule) is "not comparable on N cores", naming each point's reason (its
+    counts) and the command that would judge it on a bigger host; ``capacity`` says which points. A qualitative
+    claim is left as it is (it is judged from the figure)."""
+    if claim.get("compare") == "qualitative":
+        return result
+    points = _claim_points(claim, context.get("experiment"), summaries)
+    reason = capacity.claim_reason(points, context.get("cores"), context.get("paper"), context.get("experiment"))
+    if reason is None:
+        return result
+    hit = [s for s in points if capacity.limited(s)]
+    cores = sorted({c for c in (capacity.point_cores(s, context.get("cores")) for s in hit) if c})
+    out = {**result, "verdict": "not comparable", "reason": reason,
+           "capacity": {"cores": cores, "points": [s["point"] for s in hit], "of_points": len(points),
+                        "judge_with": capacity.judge_command(context.get("paper"), context.get("experiment"))}}
+    if isinstance(out.get("cores"), dict):
+        out["cores"] = {**out["cores"], "verdict": None, "why": reason.split(":")[0]}
     return out
