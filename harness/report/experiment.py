@@ -11,6 +11,7 @@ from . import conditions
 from .cores import cores_blocks
 from .figures import draw_figure, published_for
 from .hosts import resource_blocks, topology_blocks
+from .caliper import caliper_blocks
 from .points import timing_blocks, validity_blocks
 from .text import caption, cores_text, mean_sd_text, published_text
 from .verdicts import (CLAIM_HEADERS, VERDICT_METHOD, claims_rows, control_blocks, evidence_class_text,
@@ -167,6 +168,8 @@ def experiment_blocks(experiment: dict, selection: Selection,
     if summary.get("questions") and not claims:
         blocks += control_blocks(summary)
     blocks += cores_blocks(stored, claims, figure_name.removesuffix(".png"))
+    # Caliper's round beside our numbers, where a point ran one (harness/report/caliper.py)
+    blocks += caliper_blocks(selection.pooled, stored.get("metric"))
     blocks += validity_blocks(selection.pooled)
     blocks += timing_blocks(selection.pooled)
     blocks += topology_blocks(run)

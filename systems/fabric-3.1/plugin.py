@@ -31,6 +31,15 @@ class Plugin(SystemPlugin):
                 **({"loadgen_payload_bytes": int(parameters["envelope_bytes"])} if "envelope_bytes" in parameters else {}),
                 **({"fabric3_network_batch_timeout_ms": int(parameters["batch_timeout_ms"])}
                    if "batch_timeout_ms" in parameters else {}),
+                # Caliper's round after the measured transfers (roles/fabric3_caliper; README "Caliper beside our numbers")
+                **({"fabric3_caliper_transactions": int(parameters["caliper_transactions"]),
+                    "fabric3_caliper_accounts": 2 * int(parameters.get("transactions", 0)),
+                    "fabric3_caliper_payload_bytes": int(parameters.get("payload_bytes", 0))}
+                   if int(parameters.get("caliper_transactions") or 0) > 0
+                   # not on a control point (its corrupted transfers are what its ledger must show invalid)
+                   and not any(float(parameters.get(m) or 0) > 0 for m in ("corrupt_creator_fraction",
+                                                                          "corrupt_endorsement_fraction",
+                                                                          "stale_read_fraction")) else {}),
                 **({f"loadgen_{var}": round(float(parameters.get(name, 0)) * int(parameters["transactions"]))
                     for var, name in (("corrupt_creator", "corrupt_creator_fraction"),
                                       ("stale_read", "stale_read_fraction"))}
