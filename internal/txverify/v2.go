@@ -3,8 +3,16 @@ package txverify
 // The rules of Fabric v2.x/v3.x's committer (Options.Rules "v2"), our own
 // model of them, beside the Fabric 1.2 model of txverify.go (which stays as
 // it was: "v1" rules). References are to the upstream sources of
-// hyperledger/fabric v3.1.5 (86c1172b, ../shared/upstream/fabric-3.1.5-*);
-// v2.5.16 (f871cf92) has the same code at the lines given as "v2.5.16:".
+// hyperledger/fabric v3.1.5 (86c1172b, ../shared/upstream/fabric-3.1.5-*).
+// v2.5.16 (f871cf92, ../shared/upstream/fabric-2.5.16-*) has the same code at
+// the same lines, except: core/chaincode/lifecycle/deployedcc_infoprovider.go
+// one line later (ValidationInfo :314, ImplicitCollectionEndorsementPolicyAsBytes
+// :266, CollectionValidationInfo :343), lifecycle.go:270
+// LifecycleEndorsementPolicyAsBytes, validator_keylevel.go:244 Validate,
+// kvledger/txmgmt/validation/validator.go:134 validateTx, :179 validateKVRead,
+// :272 validateKVReadHash; and its block signatures are checked by
+// internal/peer/gossip/mcs.go:123 VerifyBlock (:173-188: the BlockValidation
+// policy over value || signature header || header bytes; v2.5 has no SmartBFT).
 //
 // Per block, before any transaction (the peer's deliver client refuses a
 // block that fails these, so a kept ledger holding one is broken):
@@ -12,8 +20,7 @@ package txverify
 //   - the header's data hash is the hash of the block's data, and
 //   - the SIGNATURES metadata satisfies the channel's /Channel/Orderer/
 //     BlockValidation policy (protoutil/blockutils.go:251 BlockSignatureVerifier;
-//     v2.5.16: internal/pkg/peer/blocksprovider/blocksprovider.go and
-//     core/peer/deliverevents MCS VerifyBlock over the same bytes): each
+//     v2.5.16: internal/peer/gossip/mcs.go:123 VerifyBlock): each
 //     signature signs metadata.Value || signature_header || header bytes by
 //     the signature header's creator; a SmartBFT signature may name its
 //     consenter by an IdentifierHeader instead (blockutils.go:266-276: the
