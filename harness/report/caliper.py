@@ -5,7 +5,7 @@ network (systems/fabric-3.1/roles/fabric3_caliper). Per such point this puts sid
 
 * **our load generator**: the point's metric (only what the ledger marks valid, in the blocks our block watcher
   received: ``measured.json``'s window) and its valid transfers;
-* **Caliper, as Caliper reports it** (its summary table in its log, ``logs/<host>/caliper.out``; the same table
+* **Caliper, as Caliper reports it** (its summary table in its log, ``logs/<host>/fabric3_caliper.out``; the same table
   as its kept ``caliper/report.html``): successes, failures, send rate, average latency, throughput;
 * **the ledger's count of Caliper's round**: the kept block files (``bin/blockfile --txs``, the codes the
   validity check reads), every block after ``measured.json``'s ``last_block``: nothing but Caliper's round
@@ -65,8 +65,9 @@ def caliper_table(text: str) -> list[dict]:
 
 
 def caliper_log(point_dir: Path) -> str:
-    """Caliper's stdout and stderr as the point kept them (the process role's caliper.out and caliper.log)."""
-    return "".join(p.read_text(errors="replace") for name in ("caliper.out", "caliper.log")
+    """Caliper's stdout and stderr as the point kept them (the process role's fabric3_caliper.out and .log;
+    caliper.out and .log in the first runs)."""
+    return "".join(p.read_text(errors="replace") for name in ("fabric3_caliper.out", "fabric3_caliper.log", "caliper.out", "caliper.log")
                    for p in sorted((point_dir / "logs").glob(f"*/{name}")))
 
 
