@@ -283,13 +283,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
     if provider != "auto":
         providers.get(provider)  # a provider that cannot work here fails before anything runs
     resumed = _resumed_run(resume, paper_id) if resume else None
-    experiments = ([paper.experiment(resumed.metadata["experiment"])] if resume else
-                   [paper.experiment(experiment_id)] if experiment_id else
-                   [e for e in paper.experiments if ours or not is_ours(e)])
-    left_out = [e["id"] for e in paper.experiments if is_ours(e)] if not (resume or experiment_id or ours) else []
-    if left_out:
-        print(f"not run: {len(left_out)} experiment(s) of ours, not the paper's ({', '.join(left_out)}); "
-              f"--ours runs them too, --experiment ID one of them", file=stream)
+    experiments = _chosen_experiments(paper, resumed, experiment_id, ours, stream)
     systems_dir = Path(papers_dir).parent / "systems" if papers_dir else None
     # Every experiment's parameters are checked before any of them runs: bad input makes no run directory.
     kinds, plans = ({}, {}) if resume else plan_experiments(
@@ -351,13 +345,33 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         raise PlanOnly(planned[-1].args[0], all(p.complete for p in planned), planned[-1].hint, planned[-1].log)
     if not resume:
         _record_skipped(results, paper_id, skipped)
+    _render_report(paper_id, runs, results, reports, papers_dir, stream)
+    return runs
+
+
+def _chosen_experiments(paper, resumed: Run | None, experiment_id: str | None, ours: bool, stream) -> list[dict]:
+    """The experiments a reproduction runs: a resumed run's, the one named, or the paper's own (with ``ours``,
+    the catalogue's experiments of ours too; without, saying which were left out and how to run them)."""
+    if resumed is not None:
+        return [paper.experiment(resumed.metadata["experiment"])]
+    if experiment_id:
+        return [paper.experiment(experiment_id)]
+    left_out = [] if ours else [e["id"] for e in paper.experiments if is_ours(e)]
+    if left_out:
+        print(f"not run: {len(left_out)} experiment(s) of ours, not the paper's ({', '.join(left_out)}); "
+              f"--ours runs them too, --experiment ID one of them", file=stream)
+    return [e for e in paper.experiments if ours or not is_ours(e)]
+
+
+def _render_report(paper_id: str, runs: list[Run], results: Path, reports: Path, papers_dir: Path | None,
+                   stream) -> None:
+    """Render the paper's report once, each run made recording its share of the time (glance.py's estimates)."""
     began = time.monotonic()
     render_paper(paper_id, results=results, reports=reports, papers_dir=papers_dir)
-    for run in runs:  # the report is rendered once for every run the command made: each counts a share
+    for run in runs:
         run.metadata.setdefault("command_timing", {})["report_s"] = round((time.monotonic() - began) / len(runs), 1)
         run.save()
     print(f"report: {reports / paper_id / 'report.md'}", file=stream)
-    return runs
 
 
 class _Providers:

@@ -175,57 +175,16 @@ def work_check(point_dir: Path, work: dict, components: list[str], primitives: d
         result["basis"] = "whole life of " + ", ".join(sorted({p["component"] for p in procs})) + " (set-up included)"
     if not txs:
         return unmeasured("the ledger holds no validated transaction")
-    own_ns, measured_from = harness_cost_ns(primitives)
-    if own_ns is None:
-        return unmeasured("the harness measured no ECDSA verification cost at this run's start (metadata.json "
-                          "primitives.before_points)")
-    result["harness_verify_us"] = round(own_ns / 1e3, 2)
-    cost_ns, result["cost_from"] = own_ns, f"the harness at the run's start ({measured_from})"
-    reported = verify_costs_ns(point_dir, components) if sections else []
-    if reported:
-        result["validator_verify_us"] = [round(min(reported) / 1e3, 2), round(max(reported) / 1e3, 2)]
-        off = [ns for ns in reported if not own_ns / VERIFY_COST_TOLERANCE <= ns <= own_ns * VERIFY_COST_TOLERANCE]
-        if off:
-            worst = max(off, key=lambda ns: max(ns / own_ns, own_ns / ns))
-            return {**result, "status": "failed"}, [
-                f"work check: the validator's verify_cost line says {worst / 1e3:.2f} us per verification, the "
-                f"harness measured {own_ns / 1e3:.2f} us on this machine at the run's start: more than "
-                f"x{VERIFY_COST_TOLERANCE:g} apart, so the line cannot confirm it"]
-        # the cheaper of the validator's own measurements, where it is dearer than the harness's
-        if min(reported) > own_ns:
-            cost_ns, result["cost_from"] = min(reported), "the validator's verify_cost (dearer than the harness's)"
+    cost_ns, why_not = _verification_cost(point_dir, components, primitives, bool(sections), result)
+    if cost_ns is None:
+        return (result, [why_not]) if result.get("status") == "failed" else unmeasured(why_not)
     needed = txs * work["verifies_per_tx"] * cost_ns / 1e9
     result.update({"txs": txs, "cpu_s": round(cpu, 4), "verify_us": round(cost_ns / 1e3, 2),
                    "needed_cpu_s": round(needed, 4), "cpu_us_per_tx": round(cpu / txs * 1e6, 1),
                    "covered": round(cpu / needed, 3)})
-    problems = []
-    floors = floor_sections(point_dir, components) if sections else []
-    if floors:
-        min_over = work.get("min_over_floor", FLOOR_MIN_OVER)
-        floor_txs, floor_cpu = sum(f["txs"] for f in floors), sum(f["cpu_s"] for f in floors)
-        owed_us = work["verifies_per_tx"] * cost_ns / 1e3
-        if not floor_txs:
-            return {**result, "status": "failed"}, ["work check: the floor section says 0 transactions"]
-        over_us = cpu / txs * 1e6 - floor_cpu / floor_txs * 1e6
-        result.update({"floor": {"txs": floor_txs, "blocks": sum(f["blocks"] for f in floors),
-                                 "cpu_s": round(floor_cpu, 4), "wall_s": round(sum(f["wall_s"] for f in floors), 4),
-                                 "cpu_us_per_tx": round(floor_cpu / floor_txs * 1e6, 1)},
-                       "over_floor_us_per_tx": round(over_us, 1), "covered_over_floor": round(over_us / owed_us, 3),
-                       "min_over_floor": float(min_over)})
-        if over_us < owed_us * float(min_over):
-            problems.append(
-                f"work check: the timed section spent {cpu / txs * 1e6:.1f} CPU-us per transaction, its floor "
-                f"(the same work with the signature checks off, same process) {floor_cpu / floor_txs * 1e6:.1f}: "
-                f"{over_us:.1f} us more, below {float(min_over)} x the {owed_us:.1f} us of the "
-                f"{work['verifies_per_tx']} verifications owed (x{over_us / owed_us:.2f})")
-    elif sections and floor_required:
-        result["floor"] = None
-        problems.append("work check: no floor-section line (fabricrepro floor_section ...), which this run's build "
-                        "prints before its timed section: its signature work cannot be told from the load")
-    elif sections:
-        result["floor"] = None
-        result["basis"] += (" (no floor section: a driver that prints none, or a run made before it; held against "
-                            "min_covered alone)")
+    problems = _floor_comparison(point_dir, components, work, bool(sections), floor_required, cpu, txs, cost_ns, result)
+    if result.get("status") == "failed":
+        return result, problems
     if cpu < needed * result["min_covered"]:
         problems.append(f"work check: {txs} transactions need at least {needed:.3f} CPU-s of signature "
                         f"verification ({work['verifies_per_tx']} x {cost_ns / 1e3:.1f} us) x {result['min_covered']} "
@@ -233,6 +192,72 @@ def work_check(point_dir: Path, work: dict, components: list[str], primitives: d
                         f"(x{cpu / needed:.2f})")
     result["status"] = "failed" if problems else "passed"
     return result, problems
+
+
+def _verification_cost(point_dir: Path, components: list[str], primitives: dict | None, timed: bool,
+                       result: dict) -> tuple[float | None, str]:
+    """The cost of one verification the work check holds the CPU against, in ns, recorded in ``result``: the
+    harness's, measured at the run's start, raised (never lowered) to the cheaper of the validator's own
+    ``verify_cost`` lines (read with a timed section), each of which must confirm the harness's within
+    ``VERIFY_COST_TOLERANCE``. (None, why) when there is none to use; ``result`` gets status "failed" where a
+    validator's line contradicts the harness's."""
+    own_ns, measured_from = harness_cost_ns(primitives)
+    if own_ns is None:
+        return None, ("the harness measured no ECDSA verification cost at this run's start (metadata.json "
+                      "primitives.before_points)")
+    result["harness_verify_us"] = round(own_ns / 1e3, 2)
+    cost_ns, result["cost_from"] = own_ns, f"the harness at the run's start ({measured_from})"
+    reported = verify_costs_ns(point_dir, components) if timed else []
+    if reported:
+        result["validator_verify_us"] = [round(min(reported) / 1e3, 2), round(max(reported) / 1e3, 2)]
+        off = [ns for ns in reported if not own_ns / VERIFY_COST_TOLERANCE <= ns <= own_ns * VERIFY_COST_TOLERANCE]
+        if off:
+            worst = max(off, key=lambda ns: max(ns / own_ns, own_ns / ns))
+            result["status"] = "failed"
+            return None, (f"work check: the validator's verify_cost line says {worst / 1e3:.2f} us per verification, "
+                          f"the harness measured {own_ns / 1e3:.2f} us on this machine at the run's start: more than "
+                          f"x{VERIFY_COST_TOLERANCE:g} apart, so the line cannot confirm it")
+        # the cheaper of the validator's own measurements, where it is dearer than the harness's
+        if min(reported) > own_ns:
+            cost_ns, result["cost_from"] = min(reported), "the validator's verify_cost (dearer than the harness's)"
+    return cost_ns, ""
+
+
+def _floor_comparison(point_dir: Path, components: list[str], work: dict, timed: bool, floor_required: bool,
+                      cpu: float, txs: int, cost_ns: float, result: dict) -> list[str]:
+    """The timed section's CPU per transaction against its floor section's (``FLOOR_SECTION``), recorded in
+    ``result``: the difference must exceed ``min_over_floor`` times the owed verifications' cost. Without a
+    floor line: a problem where the build prints one (``floor_required``), else a note in the basis. A floor of
+    0 transactions sets ``result`` status "failed"."""
+    floors = floor_sections(point_dir, components) if timed else []
+    if not floors:
+        if timed:
+            result["floor"] = None
+        if timed and floor_required:
+            return ["work check: no floor-section line (fabricrepro floor_section ...), which this run's build "
+                    "prints before its timed section: its signature work cannot be told from the load"]
+        if timed:
+            result["basis"] += (" (no floor section: a driver that prints none, or a run made before it; held "
+                                "against min_covered alone)")
+        return []
+    min_over = work.get("min_over_floor", FLOOR_MIN_OVER)
+    floor_txs, floor_cpu = sum(f["txs"] for f in floors), sum(f["cpu_s"] for f in floors)
+    owed_us = work["verifies_per_tx"] * cost_ns / 1e3
+    if not floor_txs:
+        result["status"] = "failed"
+        return ["work check: the floor section says 0 transactions"]
+    over_us = cpu / txs * 1e6 - floor_cpu / floor_txs * 1e6
+    result.update({"floor": {"txs": floor_txs, "blocks": sum(f["blocks"] for f in floors),
+                             "cpu_s": round(floor_cpu, 4), "wall_s": round(sum(f["wall_s"] for f in floors), 4),
+                             "cpu_us_per_tx": round(floor_cpu / floor_txs * 1e6, 1)},
+                   "over_floor_us_per_tx": round(over_us, 1), "covered_over_floor": round(over_us / owed_us, 3),
+                   "min_over_floor": float(min_over)})
+    if over_us < owed_us * float(min_over):
+        return [f"work check: the timed section spent {cpu / txs * 1e6:.1f} CPU-us per transaction, its floor "
+                f"(the same work with the signature checks off, same process) {floor_cpu / floor_txs * 1e6:.1f}: "
+                f"{over_us:.1f} us more, below {float(min_over)} x the {owed_us:.1f} us of the "
+                f"{work['verifies_per_tx']} verifications owed (x{over_us / owed_us:.2f})"]
+    return []
 
 
 def run_primitives(run_dir: Path) -> dict:

@@ -12,7 +12,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness import REPO_ROOT as REPO, ledger, validity, work
+from harness import REPO_ROOT as REPO, ledger, logscan, validity, work
 from harness.errors import HarnessError
 
 
@@ -107,7 +107,7 @@ def test_log_scan_counts_and_fails_on_unexpected_patterns(tmp_path):
     write_log(tmp_path, "peer.log", "ok\nBlock [3] Transaction index [0] marked as invalid ... BAD_CREATOR_SIGNATURE\n"
                                     "x MVCC_READ_CONFLICT\npanic: boom\n")
     write_log(tmp_path, "ansible-run.log", "BAD_CREATOR_SIGNATURE quoted by a command line\n")
-    counts, problems = validity.scan_logs(tmp_path, PATTERNS)
+    counts, problems = logscan.scan_logs(tmp_path, PATTERNS)
     assert counts["bad_creator_signature"] == 1 and counts["mvcc_read_conflict"] == 1 and counts["go_panic"] == 1
     assert len(problems) == 3
     assert any(p.startswith("1 log line(s) of bad_creator_signature") and "localhost/peer.log" in p
@@ -131,8 +131,8 @@ def test_what_a_log_gets_once_the_stop_began_is_not_counted(tmp_path):
     write_log(point, "peer.log", (work / "peer" / "peer.log").read_text())
     (point / "raw" / "localhost").mkdir(parents=True)
     (point / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text((work / "log_bytes_at_stop.csv").read_text())
-    assert validity.log_bytes_at_stop(point, "localhost") == {"peer.log": len(before)}
-    counts, problems = validity.scan_logs(point, PATTERNS)
+    assert logscan.log_bytes_at_stop(point, "localhost") == {"peer.log": len(before)}
+    counts, problems = logscan.scan_logs(point, PATTERNS)
     assert counts["bad_creator_signature"] == 1 and counts["go_panic"] == 0 and len(problems) == 1
 
 
@@ -141,15 +141,15 @@ def test_a_stop_offset_of_zero_hides_nothing(tmp_path):
     write_log(tmp_path, "peer.log", "panic: boom\n")
     (tmp_path / "raw" / "localhost").mkdir(parents=True)
     (tmp_path / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text("log,bytes\npeer.log,0\n")
-    counts, problems = validity.scan_logs(tmp_path, PATTERNS)
+    counts, problems = logscan.scan_logs(tmp_path, PATTERNS)
     assert counts["go_panic"] == 1 and len(problems) == 1
     # only a line the stop itself causes (a stop_effect pattern) is left out of such a log
     write_log(tmp_path, "peer.log", "Error handling chaincode support stream: EOF\n")
     lost = [{"name": "stream_lost", "regex": "support stream", "meaning": "m", "stop_effect": True}]
-    assert validity.scan_logs(tmp_path, lost) == ({**{p["name"]: 0 for p in validity.COMMON_PATTERNS},
+    assert logscan.scan_logs(tmp_path, lost) == ({**{p["name"]: 0 for p in logscan.COMMON_PATTERNS},
                                                    "stream_lost": 0}, [])
     (tmp_path / "raw" / "localhost" / "log_bytes_at_stop.csv").write_text("log,bytes\npeer.log,46\n")
-    assert validity.scan_logs(tmp_path, lost)[0]["stream_lost"] == 1   # before the stop it counts
+    assert logscan.scan_logs(tmp_path, lost)[0]["stream_lost"] == 1   # before the stop it counts
 
 
 STALE = pd.DataFrame({"block_number": [5], "tx_index": [1], "tx_id": ["b"], "mutation": ["stale_read"]})
@@ -157,12 +157,12 @@ STALE = pd.DataFrame({"block_number": [5], "tx_index": [1], "tx_id": ["b"], "mut
 
 def test_planned_conflicts_are_forgiven_only_as_many_times_as_mutations_were_recorded(tmp_path):
     write_log(tmp_path, "peer.log", "x MVCC_READ_CONFLICT\n")
-    counts, problems = validity.scan_logs(tmp_path, PATTERNS, STALE)
+    counts, problems = logscan.scan_logs(tmp_path, PATTERNS, STALE)
     assert counts["mvcc_read_conflict"] == 1 and problems == []
     # negative controls: no recorded mutation (a parameter alone explains nothing), and one line too many
-    assert len(validity.scan_logs(tmp_path, PATTERNS, None)[1]) == 1
+    assert len(logscan.scan_logs(tmp_path, PATTERNS, None)[1]) == 1
     write_log(tmp_path, "peer.log", "x MVCC_READ_CONFLICT\ny MVCC_READ_CONFLICT\n")
-    problems = validity.scan_logs(tmp_path, PATTERNS, STALE)[1]
+    problems = logscan.scan_logs(tmp_path, PATTERNS, STALE)[1]
     assert len(problems) == 1 and "2 log line(s) of mvcc_read_conflict" in problems[0] and "1 explained" in problems[0]
 
 
@@ -174,12 +174,12 @@ def test_a_refused_envelope_is_forgiven_once_per_orderer_it_went_to(tmp_path):
     bad = pd.DataFrame({"block_number": [0], "tx_index": [0], "tx_id": ["c"], "mutation": ["bad_creator"]})
     for i in range(4):
         write_log(tmp_path, f"fabric3_orderer{i}.log", "[channel: c] Rejecting broadcast of normal message from x\n")
-    assert validity.scan_logs(tmp_path, [pattern], bad, {"ordering": "BFT"})[1] == []
-    problems = validity.scan_logs(tmp_path, [pattern], bad, {"ordering": "etcdraft"})[1]  # negative control
+    assert logscan.scan_logs(tmp_path, [pattern], bad, {"ordering": "BFT"})[1] == []
+    problems = logscan.scan_logs(tmp_path, [pattern], bad, {"ordering": "etcdraft"})[1]  # negative control
     assert len(problems) == 1 and "4 log line(s) of orderer_rejected_broadcast" in problems[0]
-    assert len(validity.scan_logs(tmp_path, [pattern], bad, {})[1]) == 1  # the default ordering is Raft
+    assert len(logscan.scan_logs(tmp_path, [pattern], bad, {})[1]) == 1  # the default ordering is Raft
     write_log(tmp_path, "fabric3_orderer4.log", "Rejecting broadcast of normal message from y\n")  # a fifth
-    assert len(validity.scan_logs(tmp_path, [pattern], bad, {"ordering": "BFT"})[1]) == 1
+    assert len(logscan.scan_logs(tmp_path, [pattern], bad, {"ordering": "BFT"})[1]) == 1
 
 
 def test_rules_extend_their_base_and_refuse_bad_files(tmp_path):
@@ -291,7 +291,7 @@ def test_patterns_apply_to_the_components_they_name(tmp_path):
     patterns = [{"name": "mvcc", "regex": "MVCC_READ_CONFLICT", "meaning": "m", "components_except": ["fastfabric_storage"]},
                 {"name": "replay", "regex": "MVCC_READ_CONFLICT", "meaning": "r", "unexpected": False,
                  "components": ["fastfabric_storage"]}]
-    counts, problems = validity.scan_logs(tmp_path, patterns, {})
+    counts, problems = logscan.scan_logs(tmp_path, patterns, {})
     assert counts["mvcc"] == 1 and counts["replay"] == 1
     assert len(problems) == 1 and "fastfabric_deliver.log" in problems[0]
 
@@ -401,30 +401,30 @@ def test_a_stop_offset_must_be_consistent_with_the_log(tmp_path):
     before = COMMIT.format(1) + COMMIT.format(2)
     write_log(tmp_path, "peer.log", before + "panic: boom\n")
     stop_offsets(tmp_path, peer_log=len(before))   # consistent: the panic came with the stop, and is not counted
-    counts, problems = validity.scan_logs(tmp_path, PATTERNS, before_stop=COMMITTED)
+    counts, problems = logscan.scan_logs(tmp_path, PATTERNS, before_stop=COMMITTED)
     assert problems == [] and counts["go_panic"] == 0
     stop_offsets(tmp_path, peer_log=1)             # forged: it would hide the panic with the commits
-    counts, problems = validity.scan_logs(tmp_path, PATTERNS, before_stop=COMMITTED)
+    counts, problems = logscan.scan_logs(tmp_path, PATTERNS, before_stop=COMMITTED)
     assert len(problems) == 1 and "says peer.log held 1 bytes when the stop began" in problems[0], problems
     assert "committed_block line" in problems[0] and "ends at byte 54" in problems[0]
     # without the system's line the harness knows none in this log: the forged length hides the panic (why the
     # systems declare their commit lines)
-    assert validity.scan_logs(tmp_path, PATTERNS)[1] == []
+    assert logscan.scan_logs(tmp_path, PATTERNS)[1] == []
     stop_offsets(tmp_path, peer_log=len(before) + 100)   # longer than the log: cut after the run
-    problems = validity.scan_logs(tmp_path, PATTERNS, before_stop=COMMITTED)[1]
+    problems = logscan.scan_logs(tmp_path, PATTERNS, before_stop=COMMITTED)[1]
     assert len(problems) == 2 and "the log is shorter than it was at the stop" in problems[0], problems
     assert "go_panic" in problems[1]                      # and the whole log is read
     # the harness's own lines count for every system: a timed section past the recorded length
     bench = tmp_path / "bench"
     write_log(bench, "bench.log", "x\n" + timed_line(2000, 1))
     stop_offsets(bench, bench_log=2)
-    problems = validity.scan_logs(bench, [])[1]
+    problems = logscan.scan_logs(bench, [])[1]
     assert len(problems) == 1 and "timed_section line" in problems[0] and "bench.log" in problems[0]
     # a line the system declares for another component is no evidence about this log
     orderer = tmp_path / "orderer"
     write_log(orderer, "orderer.log", COMMIT.format(3))
     stop_offsets(orderer, orderer_log=0)
-    assert validity.scan_logs(orderer, [], before_stop=COMMITTED)[1] == []
+    assert logscan.scan_logs(orderer, [], before_stop=COMMITTED)[1] == []
 
 
 def test_a_declared_log_is_each_file_not_any_file_of_the_component(tmp_path):

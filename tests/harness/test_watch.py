@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import validity
+from harness import logscan, validity
 
 REPO = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location(
@@ -266,7 +266,7 @@ def test_no_common_fatal_pattern_matches_a_healthy_line():
     import re
 
     from tests.harness.test_validity_patterns import HEALTHY
-    common = [p for p in validity.COMMON_PATTERNS if p.get("fatal")]
+    common = [p for p in logscan.COMMON_PATTERNS if p.get("fatal")]
     for system, lines in HEALTHY.items():
         for p in common:
             assert not any(re.search(p["regex"], line) for line in lines), (system, p["name"])

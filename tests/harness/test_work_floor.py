@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness import validity, work
+from harness import logscan, validity, work
 
 WORK = {"verifies_per_tx": 2, "min_covered": 1.2}
 #: 1,000 transfers in blocks 12-21 (the floor's blocks 2-11 are not the driver's timed blocks)
@@ -91,7 +91,7 @@ def test_floor_owed_reads_the_builds_patches():
 
 
 def test_the_floor_line_must_lie_before_the_stop():
-    assert "floor_section" in {line["name"] for line in validity.HARNESS_BEFORE_STOP}
+    assert "floor_section" in {line["name"] for line in logscan.HARNESS_BEFORE_STOP}
     assert work.FLOOR_SECTION.search(lines(1, 2))
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness import analyze, catalogue, validity
+from harness import analyze, catalogue, logscan, validity
 from harness.systems import plugin
 
 plugin("fabric-3.1")  # registers the package fabricrepro_systems.fabric_3_1
@@ -190,15 +190,15 @@ def test_each_peer_log_has_the_mutations_budget_of_its_own(tmp_path):
     assert {"fabric3_peer", "fabric3_catchup_peer"} <= set(decl["ledgers"]) and "fabric3_catchup_phases" in decl["tables"]
     mutations = pd.DataFrame({"block_number": [7], "tx_index": [3], "tx_id": ["t"], "mutation": ["bad_endorsement"]})
     # one forged endorsement: 4 lines in each peer's log, each within its own budget of 4
-    _, problems = validity.scan_logs(_point_with_logs(tmp_path / "a", 4, 4), rules["log_patterns"], mutations)
+    _, problems = logscan.scan_logs(_point_with_logs(tmp_path / "a", 4, 4), rules["log_patterns"], mutations)
     assert problems == []
     # negative controls: a fifth line in either log is unexplained
-    _, problems = validity.scan_logs(_point_with_logs(tmp_path / "b", 4, 5), rules["log_patterns"], mutations)
+    _, problems = logscan.scan_logs(_point_with_logs(tmp_path / "b", 4, 5), rules["log_patterns"], mutations)
     assert any("catchup_endorsement_policy_failure" in p for p in problems)
-    _, problems = validity.scan_logs(_point_with_logs(tmp_path / "c", 5, 4), rules["log_patterns"], mutations)
+    _, problems = logscan.scan_logs(_point_with_logs(tmp_path / "c", 5, 4), rules["log_patterns"], mutations)
     assert any(p.startswith("5 log line(s) of endorsement_policy_failure") for p in problems)
     # and without the mutation, any line fails
-    _, problems = validity.scan_logs(_point_with_logs(tmp_path / "d", 0, 1), rules["log_patterns"], None)
+    _, problems = logscan.scan_logs(_point_with_logs(tmp_path / "d", 0, 1), rules["log_patterns"], None)
     assert problems
 
 
