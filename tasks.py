@@ -296,10 +296,10 @@ def runs(c, paper=None):
               f"{r['path']}" + (f"  ({r['reason']})" if r.get("reason") else ""))
 
 
-@task(iterable=["set", "variant"], help={
+@task(iterable=["experiment", "set", "variant"], help={
     "paper": "paper id (papers/<paper>.yaml)",
-    "experiment": "the experiment to measure on the target",
-    "out": "the kit to write (a .tar.xz)",
+    "experiment": "an experiment to carry (repeatable; default: every one of the paper's own that can go in a kit)",
+    "out": "the kit to write (a .tar.xz; with several experiments <out>-<experiment>.tar.xz each)",
     "scale": "smoke | local | paper",
     "repeat": "repetitions per configuration (overrides the scale's)",
     "set": "override a parameter: name=value, or name=a,b to sweep (repeatable)",
@@ -308,18 +308,20 @@ def runs(c, paper=None):
              "invoke reproduce chooses); linked statically",
     "python": "the target's Python, MAJOR.MINOR (default: this machine's); the wheelhouse is for it",
     "control": "a control point first where the driver can corrupt transactions (default on)",
-    "max_mib": "refuse a kit larger than this many MiB (default 48)",
+    "max_mib": "refuse a kit larger than this many MiB (default 60: it fits a 64 MiB carry with room for the "
+               "runner)",
 })
 def kit(c, paper=None, experiment=None, out="kit.tar.xz", scale="smoke", repeat=None, set=None, variant=None,
         build="auto", python=None, control=True, max_mib=None):
-    """Build a measurement kit of one experiment for a host without the harness (README, "Measure on a host
-    without internet"); on the target: tar xJf kit.tar.xz && ./kit/run."""
+    """Build measurement kits for a host without the harness (README, "Measure on a host without internet"),
+    one per experiment; on the target: tar xJf kit.tar.xz && ./kit/run."""
     from harness.config import parse_assignments
-    from harness.kit import build_kit
-    repeat, max_mib = _number("repeat", repeat), _number("max_mib", 48 if max_mib is None else max_mib, float, 1)
-    if not paper or not experiment:
-        raise Exit("error: give --paper and --experiment", code=1)
-    _guard(build_kit, paper, experiment, out, scale=scale, build=build, overrides=parse_assignments(set),
+    from harness.kit import MAX_BYTES, build_kits
+    repeat = _number("repeat", repeat)
+    max_mib = _number("max_mib", MAX_BYTES / 2**20 if max_mib is None else max_mib, float, 1)
+    if not paper:
+        raise Exit("error: give --paper (and --experiment ID, repeatable, for only those)", code=1)
+    _guard(build_kits, paper, experiment or None, out, scale=scale, build=build, overrides=parse_assignments(set),
            repeat=repeat, variants=variant or None, controls=control,
            python=python, max_bytes=int(max_mib * 2**20))
 

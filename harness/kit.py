@@ -34,8 +34,6 @@ import lzma
 import os
 import shutil
 import socket
-import struct
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -43,207 +41,19 @@ import time
 import zlib
 from pathlib import Path
 
-import yaml
-
-from . import REPO_ROOT, SCHEMA_VERSION, user_refs
+from . import REPO_ROOT, SCHEMA_VERSION, kit_java, user_refs
 from .analyze import analyze_run
 from .builds import prepare
 from .catalogue import load_paper
-from .deploy import role_defaults, role_dir
 from .errors import HarnessError
-from .preflight import largest_cpus, role_preflight
+from .preflight import largest_cpus
 from .rundir import Run, git_state, iso, read_json, utc_now, write_json
 from .runner import analyze_point
 from .upstream_source import sha256_file
-
-#: What a kit and a kit's run say they are (``kit.json`` ``format``, ``kit-run.json`` ``format``).
-KIT_FORMAT = "fabricrepro-kit"
-RUN_FORMAT = "fabricrepro-kit-run"
-#: Where kits are built and their inputs cached: static binaries, static upstream builds, wheelhouses.
-KIT_BUILD = REPO_ROOT / "build" / "kit"
-#: Where each kit's plan is kept when it is built (``<kit id>.json``), for ``ingest`` to hold its run against.
-KIT_PLANS = KIT_BUILD / "plans"
-#: What a kit's plan kept at home says it is (its ``format``).
-PLAN_FORMAT = "fabricrepro-kit-plan"
-#: The largest kit ``invoke kit`` writes by default (the device machine takes 64 MiB in all).
-MAX_BYTES = 48 * 2**20
-#: Tools a kit's target has without the kit (a Linux host with Python): a role needing another is refused.
-TARGET_TOOLS = {"bash", "sh", "python3"}
-#: The target's Python: the oldest a kit serves, and the harness's Ansible pin by the target's Python
-#: (ansible-core 2.19, requirements.txt, runs on Python >= 3.11; older Pythons get the newest line they
-#: can run, recorded in the kit and in each run's ``tool_versions``, with the dependencies it names under an
-#: environment marker for that Python, which ``pip download`` judges by this interpreter's version).
-OLDEST_PYTHON = (3, 9)
-OLDER_ANSIBLE = {(3, 9): ["ansible-core>=2.15,<2.16", "importlib-resources>=5.0,<5.1"],
-                 (3, 10): ["ansible-core>=2.17,<2.18"]}
-#: The packages of the wheelhouse, pinned as requirements.txt pins them (where the target's Python allows).
-WHEEL_PACKAGES = ("ansible-core", "mitogen", "pyyaml", "jinja2")
-#: Go commands are linked statically for a kit (no C library of this machine's inside).
-STATIC_GO = {"CGO_ENABLED": "0"}
-
-
-# ---------------------------------------------------------------- what can be carried
-
-def elf_linking(path: Path) -> str | None:
-    """``static`` or ``dynamic`` for an x86-64 ELF executable (its program headers: an interpreter or a
-    dynamic section means it loads shared libraries), None when ``path`` is not an ELF file; raises for
-    an ELF file of another machine."""
-    with open(path, "rb") as f:
-        head = f.read(64)
-        if head[:4] != b"\x7fELF":
-            return None
-        if head[4] != 2 or head[5] != 1 or struct.unpack_from("<H", head, 18)[0] != 62:
-            raise HarnessError(f"{path}: not a 64-bit little-endian x86-64 ELF file (a kit is for Linux x86-64)")
-        phoff, = struct.unpack_from("<Q", head, 32)
-        phentsize, phnum = struct.unpack_from("<HH", head, 54)
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-    types = {struct.unpack_from("<I", table, i * phentsize)[0] for i in range(phnum)}
-    return "dynamic" if types & {2, 3} else "static"  # PT_DYNAMIC, PT_INTERP
-
-
-def tool_refusals(layout: dict[str, list[str]]) -> list[str]:
-    """Components whose roles need a tool the target cannot be assumed to have (``meta/preflight.yml``)."""
-    out = []
-    for component in sorted({c for cs in layout.values() for c in cs}):
-        needs = sorted(set(role_preflight(component).get("tools") or []) - TARGET_TOOLS)
-        if needs:
-            what = ", ".join(f"{t} (a JVM)" if t == "java" else t for t in needs)
-            out.append(f"component {component} needs {what}, which a kit cannot carry")
-    return out
-
-
-def upstream_files(role: str) -> list[str] | None:
-    """The files a role uses from its upstream build, relative to the build: the list its
-    ``tasks/install.yml`` copies to a host that is not the controller (``{{ item }}`` of a copy whose source
-    is its ``_build_dir``). None when the role copies nothing so (it uses its build in place)."""
-    path = (role_dir(role) or Path("/nonexistent")) / "tasks" / "install.yml"
-    if not path.is_file():
-        return None
-    files = []
-    for task in yaml.safe_load(path.read_text(encoding="utf-8")) or []:
-        copy = task.get("ansible.builtin.copy") or task.get("copy") or {}
-        if "_build_dir }}/{{ item }}" in str(copy.get("src", "")) and isinstance(task.get("loop"), list):
-            files += [str(item) for item in task["loop"]]
-    return files or None
-
-
-def _uses_upstream(role: str) -> bool:
-    return any("fabricrepro_upstream_dir" in str(v) or "fabricrepro_companion_dirs" in str(v)
-               for v in role_defaults(role).values())
-
-
-# ---------------------------------------------------------------- the parts of a kit
-
-def target_python(version: str) -> tuple[int, int]:
-    """``3.12`` -> (3, 12), refusing a Python older than a kit serves."""
-    try:
-        major, minor = (int(x) for x in version.split(".")[:2])
-    except ValueError:
-        raise HarnessError(f"--python {version!r}: give the target's Python as MAJOR.MINOR, e.g. 3.12") from None
-    if (major, minor) < OLDEST_PYTHON:
-        raise HarnessError(f"--python {version}: a kit needs Python >= {'.'.join(map(str, OLDEST_PYTHON))} "
-                           "on the target")
-    return major, minor
-
-
-def wheel_requirements(python: tuple[int, int]) -> list[str]:
-    """The wheelhouse's requirements for the target's Python: requirements.txt's pins of
-    ``WHEEL_PACKAGES``, with an older ansible-core line where the pinned one cannot run, and pip."""
-    pins = {}
-    for line in (REPO_ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
-        name, sep, version = line.split("#")[0].strip().partition("==")
-        if sep and name.lower() in WHEEL_PACKAGES:
-            pins[name.lower()] = f"{name}=={version}"
-    older = OLDER_ANSIBLE.get(python, [])
-    if older:
-        pins["ansible-core"] = older[0]
-    return [pins[name] for name in WHEEL_PACKAGES if name in pins] + older[1:] + ["pip"]
-
-
-def wheelhouse(python: tuple[int, int], log=print) -> Path:
-    """The wheels of ``wheel_requirements`` for CPython ``python`` on manylinux x86-64, downloaded once
-    (``pip download --only-binary=:all:``) and cached in ``build/kit/wheels/cp<XY>/``."""
-    tag = f"cp{python[0]}{python[1]}"
-    reqs = wheel_requirements(python)
-    dest = KIT_BUILD / "wheels" / tag
-    stamp = dest / "requirements.json"
-    if stamp.is_file() and json.loads(stamp.read_text(encoding="utf-8")) == reqs:
-        return dest
-    shutil.rmtree(dest, ignore_errors=True)
-    partial = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    log(f"kit: downloading the wheelhouse for Python {python[0]}.{python[1]}: {' '.join(reqs)}")
-    platforms = [a for p in ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64",
-                             "linux_x86_64") for a in ("--platform", p)]
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                           "--only-binary=:all:", "--implementation", "cp", "--python-version",
-                           f"{python[0]}.{python[1]}", *platforms, "-d", str(partial), *reqs],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise HarnessError("kit: pip download of the wheelhouse failed: "
-                           + (proc.stderr.strip().splitlines() or ["?"])[-1],
-                           hint="the package index must be reachable from this machine (not from the target)")
-    stamp_tmp = partial / "requirements.json"
-    stamp_tmp.write_text(json.dumps(reqs) + "\n", encoding="utf-8")
-    partial.rename(dest)
-    return dest
-
-
-def static_commands(names: list[str], log=print) -> Path:
-    """This repository's commands ``names`` built statically (``CGO_ENABLED=0``, ``-trimpath``) into
-    ``build/kit/bin/`` (Go's cache makes an unchanged one cheap)."""
-    out = KIT_BUILD / "bin"
-    out.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        if not (REPO_ROOT / "cmd" / name).is_dir():
-            raise HarnessError(f"kit: no command cmd/{name} to build")
-    log(f"kit: building {', '.join(names)} statically")
-    proc = subprocess.run(["go", "build", "-trimpath", "-ldflags=-s -w", "-o", str(out) + "/",
-                           *[f"./cmd/{n}" for n in names]], cwd=REPO_ROOT,
-                          env={**os.environ, **STATIC_GO}, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise HarnessError(f"kit: static build of {', '.join(names)} failed: {proc.stderr.strip()[-800:]}")
-    return out
-
-
-def stripped(carried: dict[str, Path], cache: Path) -> dict[str, Path]:
-    """``carried`` with every ELF binary replaced by a copy without symbols (``strip --strip-all``; the
-    code is the same, the file about a third smaller), made under ``cache``. Without ``strip``, as is."""
-    strip = shutil.which("strip")
-    if strip is None:
-        return carried
-    out = {}
-    for arc, src in carried.items():
-        if src.is_file() and elf_linking(src):
-            dest = cache / arc
-            if not dest.is_file() or dest.stat().st_mtime < src.stat().st_mtime:
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                subprocess.run([strip, "--strip-all", "-o", str(dest), str(src)], check=True)
-            out[arc] = dest
-        else:
-            out[arc] = src
-    return out
-
-
-def harness_modules() -> list[Path]:
-    """The harness's files the target runs: ``harness.kit_run`` and every harness module it imports,
-    found by importing it in a fresh interpreter where pandas, numpy, pyarrow, matplotlib and jsonschema
-    cannot be imported (so this fails if a change makes the measuring half need one of them)."""
-    blocked = ["pandas", "numpy", "pyarrow", "matplotlib", "jsonschema"]
-    code = ("import sys\n"
-            f"for m in {blocked!r}: sys.modules[m] = None\n"
-            "import harness.kit_run\n"
-            "print('\\n'.join(sorted({m.__file__ for n, m in sys.modules.items()\n"
-            "                          if n == 'harness' or n.startswith('harness.')})))\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
-                          check=False, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
-    if proc.returncode != 0:
-        raise HarnessError("kit: the measuring half of the harness needs an analysis library: "
-                           + (proc.stderr.strip().splitlines() or ["?"])[-1])
-    return [Path(line) for line in proc.stdout.split()]
+from .kit_parts import (  # noqa: F401 (re-exported: harness.kit is the kit's one entry point)
+    KIT_FORMAT, RUN_FORMAT, KIT_BUILD, KIT_PLANS, PLAN_FORMAT, MAX_BYTES, TARGET_TOOLS, OLDEST_PYTHON,
+    OLDER_ANSIBLE, WHEEL_PACKAGES, STATIC_GO, elf_linking, tool_refusals, upstream_files, _uses_upstream,
+    target_python, wheel_requirements, wheelhouse, static_commands, stripped, harness_modules)
 
 
 # ---------------------------------------------------------------- building a kit
@@ -281,6 +91,8 @@ mkdir -p "$here/home" "$here/tmp"
 export HOME="$here/home" TMPDIR="$here/tmp" XDG_CACHE_HOME="$here/home/.cache"
 export ANSIBLE_HOME="$here/home/.ansible" ANSIBLE_LOCAL_TEMP="$here/tmp/ansible-local"
 export ANSIBLE_REMOTE_TEMP="$here/tmp/ansible-remote" PYTHONDONTWRITEBYTECODE=1
+# the kit's own Java runtime (harness/kit_java.py) before anything on the target's PATH
+if [ -x "$here/java/bin/java" ]; then export JAVA_HOME="$here/java" PATH="$here/java/bin:$PATH"; fi
 export PATH="$here/venv/bin:$PATH"
 cd "$here"
 exec "$here/venv/bin/python" -s -m harness.kit_run "$@"
@@ -314,24 +126,11 @@ def kept_plan(kit_id: str, plans: Path | None = None) -> dict | None:
     return doc
 
 
-def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smoke", build: str = "auto",
-              overrides: dict | None = None, repeat: int | None = None, variants: list[str] | None = None,
-              controls: bool = True, python: str | None = None, max_bytes: int = MAX_BYTES,
-              preset: int = 9, source: str = "auto", plans: Path | None = None, log=print) -> dict:
-    """Build the kit of one experiment into ``out`` (a ``.tar.xz``) and return its manifest (``kit.json``).
-    Its plan is kept at home in ``plans`` (default ``KIT_PLANS``; ``keep_plan``).
-
-    The plan is ``invoke reproduce``'s for the same options (``reproduce.plan_experiments``), on the
-    local provider. ``python`` is the target's Python (MAJOR.MINOR; default this one's). Refuses,
-    naming them, components a kit cannot carry, and a kit larger than ``max_bytes``. ``preset`` is xz's
-    (9: a 64 MiB window, in which the near-identical commands of several upstream builds compress to
-    one; the tests take 0, which is fast).
-    """
-    from .providers.local import LocalProvider
-    from .reproduce import build_choice, lay_out_run, measuring_plan, network_links, plan_experiments, \
-        skip_reason, variant_switches, variant_systems
-    py = target_python(python or f"{sys.version_info[0]}.{sys.version_info[1]}")
-    paper = load_paper(paper_id)
+def _kit_choice(paper, experiment_id: str, scale: str, build: str, source: str, overrides, repeat, variants,
+                controls: bool, log):
+    """The experiment's plan as ``invoke reproduce`` makes it, the build chosen for it and its layout; refuses
+    what a kit's single host cannot run, and components needing a tool the kit does not carry."""
+    from .reproduce import build_choice, plan_experiments, skip_reason
     experiment = paper.experiment(experiment_id)
     reason = skip_reason(experiment, None, "local")
     if reason:
@@ -343,41 +142,45 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
         raise HarnessError(f"kit: {experiment_id} sweeps network_latency_ms, which needs hosts apart (netns, ssh)")
     choice = build_choice(experiment, plan, kind, fallback, source, None, io.StringIO())
     layout = choice.layout()
-    refused = tool_refusals(layout)
+    refused = tool_refusals(layout, {"java"} if kit_java.jdk_tools() else set())
     if refused:
         raise HarnessError("kit: cannot carry " + "; ".join(refused))
-    # Upstream builds for the kit are linked statically, in their own cache.
-    if choice.kind == "upstream":
-        saved = {k: os.environ.get(k) for k in STATIC_GO}
-        os.environ.update(STATIC_GO)
-        try:
-            # a user's own commit of a system (--set fabric_ref=...; harness/user_refs.py), as reproduce builds it
-            prepare(choice, variant_systems(plan), source, log=log, builds_dir=KIT_BUILD / "upstream",
-                    pins=user_refs.pins(plan.points, choice.kind, source, None, log=log,
-                                        experiment=plan.experiment))
-        finally:
-            for k, v in saved.items():
-                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
-    commands = sorted(set(choice.binaries()) | {"committerbench"})  # committerbench: the work check's rate
-    bin_dir = static_commands(commands, log)
-    wheels = wheelhouse(py, log)
+    return plan, choice, layout
 
-    # The upstream builds' files the roles use, each build as build/upstream/<system>/<key>/ in the kit.
+
+def _prepare_static(choice, plan, source: str, log) -> None:
+    """Upstream builds for the kit, linked statically, in their own cache (``KIT_BUILD/upstream``); a user's own
+    commit of a system (``--set fabric_ref=...``; harness/user_refs.py) as reproduce builds it."""
+    from .reproduce import variant_systems
+    if choice.kind != "upstream":
+        return
+    saved = {k: os.environ.get(k) for k in STATIC_GO}
+    os.environ.update(STATIC_GO)
+    try:
+        prepare(choice, variant_systems(plan), source, log=log, builds_dir=KIT_BUILD / "upstream",
+                pins=user_refs.pins(plan.points, choice.kind, source, None, log=log, experiment=plan.experiment))
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+
+def _carried(choice, commands: list[str], bin_dir: Path) -> tuple[dict[str, Path], dict[str, str]]:
+    """(path in the kit -> file or folder here, upstream build path -> its path in the kit): the static commands,
+    the upstream builds' files the roles use (each build as ``build/upstream/<system>/<key>/``) and their
+    ``build.json``, stripped; refuses a role that uses its build in place without a list, and dynamic binaries."""
     builds = {str(b.path): b for b in [*choice.builds.values(),
                                        *[c for cs in choice.companions.values() for c in cs.values()]]}
     build_paths = {path: f"build/upstream/{b.system}/{b.info['key']}" for path, b in builds.items()}
-    carried: dict[str, Path] = {}  # path in the kit -> file or folder here
-    for name in commands:
-        carried[f"bin/{name}"] = bin_dir / name
+    carried: dict[str, Path] = {f"bin/{name}": bin_dir / name for name in commands}
     roles = sorted({r for spec in [*choice.drivers.values(), *choice.variant_drivers.values()] for r in spec["roles"]})
     for role in roles:
         if not _uses_upstream(role) or not builds:
             continue
         files = upstream_files(role)
         if files is None:
-            raise HarnessError(f"kit: cannot carry role {role}: it uses its upstream build in place and its "
-                               "tasks/install.yml lists no files to copy")
-        for path, b in builds.items():
+            raise HarnessError(f"kit: cannot carry role {role}: it uses its upstream build in place and neither its "
+                               "tasks/install.yml nor its meta/kit.yml lists the files it needs")
+        for path in builds:
             for rel in files:
                 src = Path(path) / rel
                 if src.exists():
@@ -388,14 +191,18 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
                            hint="a kit takes static binaries only (CGO_ENABLED=0)")
     for path, arc in build_paths.items():
         carried[f"{arc}/build.json"] = Path(path) / "build.json"
-    carried = stripped(carried, KIT_BUILD / "stripped")
+    return stripped(carried, KIT_BUILD / "stripped"), build_paths
 
-    git = git_state()
+
+def _plan_doc(paper, plan, choice, layout: dict, build_paths: dict[str, str]) -> dict:
+    """``plan.json``: the measuring loop's plan (harness/point_loop.py), as reproduce makes it for the local
+    provider, with the builds' paths relative to the kit."""
+    from .providers.local import LocalProvider
+    from .reproduce import lay_out_run, measuring_plan, network_links, variant_switches
     build_meta = choice.metadata(variant_switches(plan))
     build_meta["kit_link"] = "static (CGO_ENABLED=0, -trimpath)"
-    # the measuring loop's plan (harness/point_loop.py), as reproduce makes it for the local provider
     laid, placed, topology = lay_out_run(plan.experiment, choice, LocalProvider())
-    plan_doc = {
+    return {
         **measuring_plan(plan, choice, paper.doc["paper"], topology, network_links(plan.experiment, laid, None, placed),
                          where=lambda path: build_paths[path]),
         "schema_version": SCHEMA_VERSION, "paper": paper.doc["paper"], "resolved": plan.resolved,
@@ -405,8 +212,13 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
                            for spec in [*choice.drivers.values(), *choice.variant_drivers.values()]],
         "largest_cpus": largest_cpus(plan),
     }
-    wheel_files = sorted(p.name for p in wheels.glob("*.whl"))
-    manifest = {
+
+
+def _manifest(paper_id: str, experiment_id: str, plan, choice, py: tuple[int, int], wheel_files: list[str],
+              carried: dict[str, Path], java: dict | None) -> dict:
+    """``kit.json``: what the kit is, for whom, and what it carries."""
+    git = git_state()
+    return {
         "format": KIT_FORMAT, "schema_version": SCHEMA_VERSION,
         "kit_id": f"{utc_now().strftime('%Y%m%dT%H%M%SZ')}-{paper_id}-{experiment_id}-{git['short']}",
         "made_utc": iso(utc_now()), "made_on": socket.gethostname(), "git": git,
@@ -417,45 +229,153 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
         "binaries": {arc: {"sha256": sha256_file(src), "bytes": src.stat().st_size}
                      for arc, src in sorted(carried.items()) if src.is_file() and elf_linking(src)},
         "binaries_stripped": shutil.which("strip") is not None,
+        **({"java": java} if java else {}),
         "not_carried": {"per-host metrics": "Prometheus and node-exporter (dynamically linked here, and storing "
                                             "their series needs pandas): a kit's run has none"},
     }
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
-    started = time.monotonic()
+
+
+def _space_part(arc: str) -> str:
+    """What a kit member counts as in ``space.json``: its upstream build, ``java``, ``bin``, ``wheels``, ..."""
+    parts = arc.split("/")
+    if parts[1:3] == ["build", "upstream"] and len(parts) > 3:
+        return "build/upstream/" + parts[3]
+    return "kit files (kit.json, plan.json, run)" if parts[1:] in (["kit.json"], ["plan.json"], ["run"]) else parts[1]
+
+
+def _write_archive(tmp: Path, manifest: dict, plan_doc: dict, carried: dict[str, Path], wheels: Path,
+                   wheel_files: list[str], py: tuple[int, int], java_dir: Path | None, preset: int) -> dict:
+    """The kit (``kit/...`` in one ``.tar.xz``); returns the bytes each part took before compression."""
+    space: dict[str, int] = {}
     with lzma.open(tmp, "wb", preset=preset) as xz, tarfile.open(fileobj=xz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         def text(arc: str, body: str, mode: int = 0o644):
             data = body.encode()
             info = tarfile.TarInfo(f"kit/{arc}")
             info.size, info.mode, info.mtime = len(data), mode, int(time.time())
             tar.addfile(info, io.BytesIO(data))
+            space[_space_part(info.name)] = space.get(_space_part(info.name), 0) + len(data)
+
+        def tree(src: Path, arc: str):
+            _add_tree(tar, src, arc)
+            space[_space_part(arc)] = space.get(_space_part(arc), 0) + kit_java.tree_bytes(src)
         text("kit.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         text("plan.json", json.dumps(plan_doc, indent=2, sort_keys=True, default=str) + "\n")
         text("run", RUN_SCRIPT, 0o755)
         for f in harness_modules():
-            _add_tree(tar, f, "kit/" + f.relative_to(REPO_ROOT).as_posix())
-        _add_tree(tar, REPO_ROOT / "playbooks", "kit/playbooks")
+            tree(f, "kit/" + f.relative_to(REPO_ROOT).as_posix())
+        tree(REPO_ROOT / "playbooks", "kit/playbooks")
         for folder in sorted([*(REPO_ROOT / "systems").glob("*/roles"), *(REPO_ROOT / "systems").glob("*/playbooks")]):
-            _add_tree(tar, folder, "kit/" + folder.relative_to(REPO_ROOT).as_posix())
+            tree(folder, "kit/" + folder.relative_to(REPO_ROOT).as_posix())
         # like files side by side (the same command of several builds), within the compressor's window
         for arc, src in sorted(carried.items(), key=lambda kv: (Path(kv[0]).name, kv[0])):
-            _add_tree(tar, src, f"kit/{arc}")
+            tree(src, f"kit/{arc}")
+        if java_dir is not None:
+            tree(java_dir, f"kit/{kit_java.ARC}")
         for name in wheel_files:
-            _add_tree(tar, wheels / name, f"kit/wheels/{name}")
+            tree(wheels / name, f"kit/wheels/{name}")
         text("wheels/requirements.txt", "\n".join(wheel_requirements(py)) + "\n")
+    return dict(sorted(space.items(), key=lambda kv: -kv[1]))
+
+
+def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smoke", build: str = "auto",
+              overrides: dict | None = None, repeat: int | None = None, variants: list[str] | None = None,
+              controls: bool = True, python: str | None = None, max_bytes: int = MAX_BYTES,
+              preset: int = 9, source: str = "auto", plans: Path | None = None, log=print) -> dict:
+    """Build the kit of one experiment into ``out`` (a ``.tar.xz``) and return its manifest (``kit.json``, with
+    ``bytes``, ``pack_s``, ``wall_s`` and ``space``: what each part took before compression). Its plan is kept
+    at home in ``plans`` (default ``KIT_PLANS``; ``keep_plan``).
+
+    The plan is ``invoke reproduce``'s for the same options (``reproduce.plan_experiments``), on the
+    local provider. ``python`` is the target's Python (MAJOR.MINOR; default this one's). Refuses,
+    naming them, components a kit cannot carry, and a kit larger than ``max_bytes``. A component that needs
+    ``java`` gets the kit's own runtime (harness/kit_java.py). ``preset`` is xz's (9: a 64 MiB window, in
+    which the near-identical commands of several upstream builds compress to one; the tests take 0, fast).
+    """
+    began = time.monotonic()
+    py = target_python(python or f"{sys.version_info[0]}.{sys.version_info[1]}")
+    paper = load_paper(paper_id)
+    plan, choice, layout = _kit_choice(paper, experiment_id, scale, build, source, overrides, repeat, variants,
+                                       controls, log)
+    _prepare_static(choice, plan, source, log)
+    commands = sorted(set(choice.binaries()) | {"committerbench"})  # committerbench: the work check's rate
+    carried, build_paths = _carried(choice, commands, static_commands(commands, log))
+    java_dir, java = None, None
+    if kit_java.java_components(layout):
+        jars = [p for src in carried.values() for p in ([src] if src.is_file() else src.rglob("*.jar"))
+                if p.suffix == ".jar"]
+        java_dir, java = kit_java.runtime(jars, log)
+        java = {**java, "components": kit_java.java_components(layout), "path": kit_java.ARC,
+                "links": f"the target's C library: glibc >= {java.get('glibc_at_least')}, as the JDK it was made from"}
+    wheels = wheelhouse(py, log)
+    wheel_files = sorted(p.name for p in wheels.glob("*.whl"))
+    manifest = _manifest(paper_id, experiment_id, plan, choice, py, wheel_files, carried, java)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".partial")
+    started = time.monotonic()
+    space = _write_archive(tmp, manifest, _plan_doc(paper, plan, choice, layout, build_paths), carried, wheels,
+                           wheel_files, py, java_dir, preset)
     size = tmp.stat().st_size
+    took = ", ".join(f"{part} {n / 2**20:.1f}" for part, n in space.items() if n >= 2**20 / 10)
     if size > max_bytes:
         tmp.unlink()
         raise HarnessError(f"kit: {size / 2**20:.1f} MiB, more than the {max_bytes / 2**20:.0f} MiB allowed "
-                           f"({experiment_id}, {choice.kind} build); nothing written")
+                           f"({experiment_id}, {choice.kind} build; MiB before compression: {took}); nothing written")
     os.replace(tmp, out)
     manifest["plan_kept"] = str(keep_plan(manifest["kit_id"], paper_id, experiment_id, plan.resolved, plans))
-    manifest["bytes"] = size
-    manifest["pack_s"] = round(time.monotonic() - started, 1)
+    manifest.update(bytes=size, pack_s=round(time.monotonic() - started, 1), wall_s=round(time.monotonic() - began, 1),
+                    space=space)
     log(f"kit: {out} ({size / 2**20:.1f} MiB, {len(plan.points)} points, {choice.kind} build, "
-        f"Python {py[0]}.{py[1]}); on the target: tar xJf {out.name} && ./kit/run")
+        f"Python {py[0]}.{py[1]}; MiB before compression: {took}); on the target: tar xJf {out.name} && ./kit/run")
     return manifest
+
+
+def kit_experiments(paper_id: str, experiments: list[str] | None = None) -> list[str]:
+    """The experiments ``invoke kit`` carries: those named (``--experiment``, repeatable), else the paper's own,
+    as ``invoke reproduce`` runs them (``reproduce.is_ours``: experiments of ours only when named)."""
+    from .reproduce import is_ours
+    paper = load_paper(paper_id)
+    if experiments:
+        for e in experiments:
+            paper.experiment(e)  # an unknown id fails here, naming the paper's
+        return list(dict.fromkeys(experiments))
+    return [e["id"] for e in paper.experiments if not is_ours(e)]
+
+
+def kit_path(out: Path, experiment_id: str, several: bool) -> Path:
+    """Where the kit of ``experiment_id`` goes: ``out`` for one kit, ``<out>-<experiment>.tar.xz`` beside it
+    for several."""
+    out = Path(out)
+    if not several:
+        return out
+    stem = out.name[:-len(".tar.xz")] if out.name.endswith(".tar.xz") else out.stem
+    return out.with_name(f"{stem}-{experiment_id}.tar.xz")
+
+
+def build_kits(paper_id: str, experiments: list[str] | None, out: Path, log=print, **options) -> dict:
+    """``invoke kit``: one kit per experiment that can go (``kit_experiments``; ``build_kit`` with ``options``),
+    each as ``kit_path`` says. An experiment that cannot go is left out naming why, where none was named;
+    a named one that cannot go fails. Returns ``{"kits": {experiment: manifest}, "left_out": {experiment:
+    why}}`` and logs each kit's size and what took its space."""
+    chosen = kit_experiments(paper_id, experiments)
+    kits, left_out = {}, {}
+    for experiment_id in chosen:
+        try:
+            kits[experiment_id] = build_kit(paper_id, experiment_id, kit_path(out, experiment_id, len(chosen) > 1),
+                                            log=log, **options)
+        except HarnessError as e:
+            if experiments:
+                raise
+            left_out[experiment_id] = str(e)
+            log(f"kit: left out {experiment_id}: {e}")
+    if not kits:
+        raise HarnessError(f"kit: no experiment of {paper_id} can go in a kit: "
+                           + "; ".join(f"{k}: {v}" for k, v in left_out.items()))
+    for experiment_id, m in kits.items():
+        took = ", ".join(f"{part} {n / 2**20:.1f}" for part, n in m["space"].items() if n >= 2**20 / 10)
+        log(f"kit {experiment_id}: {m['bytes'] / 2**20:.1f} MiB, {m['points']} points, built in {m['wall_s']} s; "
+            f"MiB before compression: {took}")
+    return {"kits": kits, "left_out": left_out}
 
 
 # ---------------------------------------------------------------- at home: a kit's run into the store
