@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -392,5 +394,45 @@ func TestUsageAndReadErrors(t *testing.T) {
 	o = runTxverify(t, path)
 	if o.code != 1 || !strings.Contains(o.summary.Error, "chain") {
 		t.Fatalf("broken chain: exit %d %+v", o.code, o.summary)
+	}
+}
+
+// TestRules: --rules must be auto, v1 or v2; a Fabric 1.2-shaped ledger (the
+// reference build's, no V2_0 capability) is checked with the v1 rules and
+// its summary names none; a real Fabric v3.1.5 ledger (blocks 0-4 of a
+// SmartBFT channel, internal/txverify/testdata) gets the v2 rules and
+// agrees on every transaction, its orderers' signatures verified.
+func TestRules(t *testing.T) {
+	if o := runTxverify(t, "--rules", "v3", "x"); o.code != 2 {
+		t.Fatalf("--rules v3: exit %d, want 2", o.code)
+	}
+	l := committerbenchLedger(t)
+	o := runTxverify(t, l.files...)
+	if o.code != 0 || o.summary.Rules != "" {
+		t.Fatalf("v1 ledger: exit %d, rules %q", o.code, o.summary.Rules)
+	}
+	raw, err := os.ReadFile("../../internal/txverify/testdata/v31-bft-blocks0-4.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "blockfile_000000")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o = runTxverify(t, path)
+	if o.code != 0 || o.summary.Rules != "v2" || o.summary.Txs != 187 || o.summary.Agree != 187 ||
+		!strings.Contains(o.summary.Source, "BlockValidation (BFT)") {
+		t.Fatalf("v3.1 ledger: exit %d %+v\n%s", o.code, o.summary, o.stderr)
+	}
+	if o = runTxverify(t, "--rules", "v1", path); o.code != 3 || o.summary.Rules != "" {
+		t.Fatalf("v1 rules forced on a v3.1 ledger: exit %d %+v", o.code, o.summary)
 	}
 }
