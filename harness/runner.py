@@ -66,6 +66,21 @@ def host_ports(components: list[str]) -> list[int]:
 #: Point parameters that make a driver corrupt a share of its transactions (mutation tests).
 MUTATIONS = ("corrupt_creator_fraction", "corrupt_endorsement_fraction", "stale_read_fraction")
 
+#: The shared roles' (playbooks/roles) table, as each system's ``variables`` in its ``system.yaml``: the role
+#: variables a parameter, or a count ``derived_counts`` makes of the parameters, sets. ``VARIABLES`` applies to
+#: every point; ``WORKLOAD_VARIABLES`` to a point that runs a transaction-count workload (``transactions`` set).
+VARIABLES = {"cpus": ["process_cpus"]}  # every component the process role starts runs on that many CPUs
+WORKLOAD_VARIABLES = {
+    "transactions": ["loadgen_transactions"],
+    "block_size": ["crypto_batch_size", "committerbench_block_size"],
+    "blocks": ["committerbench_blocks"],
+    # the load generator forges the endorsement of the first share of its transfers (docs/validity.md)
+    "corrupt_endorsement_transactions": ["loadgen_forge_endorsement"],
+}
+
+#: The counts ``derived_counts`` makes, which a table may pass down as it does a parameter.
+DERIVED = ("blocks", *(name.removesuffix("_fraction") + "_transactions" for name in MUTATIONS))
+
 
 def _param(point: Point, name: str):
     try:
@@ -75,33 +90,48 @@ def _param(point: Point, name: str):
                            "its scale, the workload or the harness defaults") from None
 
 
+def derived_counts(parameters: dict) -> dict:
+    """The counts made of a point's parameters, computed here once for every table (``DERIVED``): ``blocks``,
+    the pre-made blocks of ``transactions`` at ``block_size`` (the last one partial); and per mutation kind
+    ``<kind>_transactions``, the transfers a driver corrupts, ``<kind>_fraction`` of ``transactions`` (0 where
+    the fraction is unset). None without ``transactions``."""
+    if "transactions" not in parameters:
+        return {}
+    transactions = int(parameters["transactions"])
+    out = {name.removesuffix("_fraction") + "_transactions": round(float(parameters.get(name, 0)) * transactions)
+           for name in MUTATIONS}
+    if "block_size" in parameters:
+        out["blocks"] = math.ceil(transactions / int(parameters["block_size"]))
+    return out
+
+
 def role_variables(point: Point, companions: list[str] = (), systems_dir: Path | None = None) -> dict:
     """The role variables (docs in each role's defaults/main.yml) that a point's parameters set.
 
     The shared roles' (crypto, committer benchmark, load generator, block
-    watcher), where the point runs a transaction-count workload; then those of
-    its system's roles and its companions' (each system's plugin,
-    harness/systems.py).
+    watcher), where the point runs a transaction-count workload, and the
+    process role's; then those of its system's roles and its companions'
+    (each system's table and plugin, harness/systems.py). The counts made of
+    the parameters are made once (``derived_counts``) and passed to every table.
     """
-    out = workload_variables(point) if "transactions" in point.parameters else {}
-    if "cpus" in point.parameters:  # every component the process role starts runs on that many CPUs
-        out["process_cpus"] = int(point.parameters["cpus"])
-    out.update(systems.role_variables([point.system, *companions], point.parameters, systems_dir))
+    counts = derived_counts(point.parameters)
+    out = workload_variables(point, counts) if "transactions" in point.parameters else {}
+    out.update(systems.apply_table(VARIABLES, point.parameters))
+    out.update(systems.role_variables([point.system, *companions], point.parameters, systems_dir, counts))
     return out
 
 
-def workload_variables(point: Point) -> dict:
+def workload_variables(point: Point, counts: dict) -> dict:
     """The shared roles' variables of a transaction-count workload.
 
     Every driver gets them all: the crypto role's, the committer benchmark's,
     and the load generator's and block watcher's (which the end-to-end drivers
     use). Only the shared roles (playbooks/roles) read them: a system's roles
-    get theirs from its plugin's ``role_variables``, from the same parameters
-    (tests/harness/test_config_owners.py).
+    get theirs from its table and plugin, from the same parameters
+    (tests/harness/test_config_owners.py). ``counts``: ``derived_counts`` of its parameters.
     """
     transactions = int(_param(point, "transactions"))
-    block_size = int(_param(point, "block_size"))
-    blocks = math.ceil(transactions / block_size)
+    _param(point, "block_size")  # a workload's points have one (its blocks); an error naming the point where not
     timeout = int(_param(point, "point_timeout_s"))
     payload = int(_param(point, "payload_bytes"))
     seed = int(_param(point, "seed"))
@@ -110,19 +140,16 @@ def workload_variables(point: Point) -> dict:
     # watcher's last block is at most 1 + accounts + transactions. It is
     # stopped as soon as every transfer has arrived (playbooks/roles/blockwatch/tasks/wait.yml).
     accounts = 2 * transactions
-    return {"crypto_batch_size": block_size, "crypto_batch_timeout_ms": int(_param(point, "batch_timeout_ms")),
-            "committerbench_blocks": blocks, "committerbench_block_size": block_size,
+    return {**systems.apply_table(WORKLOAD_VARIABLES, {**counts, **point.parameters}),
+            "crypto_batch_timeout_ms": int(_param(point, "batch_timeout_ms")),
             "committerbench_payload_bytes": payload, "committerbench_timeout_s": timeout,
-            "loadgen_transactions": transactions, "loadgen_accounts": accounts, "loadgen_rate_tps": _param(point, "rate_tps"),
+            "loadgen_accounts": accounts, "loadgen_rate_tps": _param(point, "rate_tps"),
             "loadgen_payload_bytes": payload, "loadgen_seed": seed,
             "loadgen_streams": int(_param(point, "loadgen_streams")), "loadgen_timeout_s": timeout,
             "blockwatch_stop_after": 1 + accounts + transactions, "blockwatch_timeout_s": timeout,
-            # Mutation tests (docs/validity.md): the pre-made-block drivers corrupt these shares of the transfers;
-            # the load generator forges the endorsement of the first share of its transfers.
+            # Mutation tests (docs/validity.md): the pre-made-block drivers corrupt these shares of the transfers.
             **{f"committerbench_{name}": float(point.parameters[name]) for name in MUTATIONS
-               if name in point.parameters},
-            "loadgen_forge_endorsement": round(float(point.parameters.get("corrupt_endorsement_fraction", 0))
-                                               * transactions)}
+               if name in point.parameters}}
 
 
 def analyze_point(point_dir: Path) -> dict:

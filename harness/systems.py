@@ -16,7 +16,8 @@ the specification's, is refused when it loads.
 
 The core never names a system: it asks this module for every system's tables,
 metrics, report parts, commands and build kinds, and for the role variables of
-the systems a point runs.
+the systems a point runs: each system's table (``variables`` in ``system.yaml``: parameter -> its roles'
+variables), which the core applies, then its plugin's ``role_variables`` hook.
 """
 
 from __future__ import annotations
@@ -203,9 +204,43 @@ def independent_check(system: str, name: str, systems_dir: Path | None = None) -
     return checks[name]
 
 
-def role_variables(systems: list[str], parameters: dict, systems_dir: Path | None = None) -> dict:
-    """The role variables of the systems a point runs (its own and its companions), from its parameters."""
+def variables(name: str, systems_dir: Path | None = None) -> dict[str, list[str]]:
+    """System ``name``'s table of role variables: for each parameter (or count the core derives from the
+    parameters, ``harness.runner.derived_counts``), the variables of its roles it sets, declared once in
+    ``system.yaml`` (``variables``), over those of the systems it extends. A variable the lineage names twice
+    is an error: each has one source."""
+    return {k: list(v) for k, v in _variables(name, Path(systems_dir or SYSTEMS_DIR)).items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _variables(name: str, systems_dir: Path) -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {}
+    owner: dict[str, str] = {}
+    for system in reversed(lineage(name, systems_dir)):
+        for parameter, role_variables_ in (declaration(system, systems_dir).get("variables") or {}).items():
+            for var in role_variables_:
+                if var in owner:
+                    raise HarnessError(f"systems/{system}/system.yaml: variables: {var} is set from {parameter}, "
+                                       f"but {owner[var]} sets it already")
+                owner[var] = f"{parameter} (systems/{system}/system.yaml)"
+                out.setdefault(parameter, []).append(var)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def apply_table(table: dict[str, list[str]], values: dict) -> dict:
+    """The role variables a table (parameter -> role variables) sets from ``values``: each an integer."""
+    return {var: int(values[name]) for name, role_variables_ in table.items() if name in values
+            for var in role_variables_}
+
+
+def role_variables(systems: list[str], parameters: dict, systems_dir: Path | None = None,
+                   counts: dict | None = None) -> dict:
+    """The role variables of the systems a point runs (its own and its companions), from its parameters and
+    the counts the core derived from them (``counts``): each system's table (``variables``), then its
+    plugin's ``role_variables`` hook for what is more than a parameter's value under a role's name."""
+    values = {**(counts or {}), **parameters}
     out: dict = {}
     for name in dict.fromkeys(systems):
+        out.update(apply_table(_variables(name, Path(systems_dir or SYSTEMS_DIR)), values))
         out.update(plugin(name, systems_dir).role_variables(parameters))
     return out

@@ -43,6 +43,9 @@ def main(argv: list, tools: CommandTools) -> int:
                  "fabricrepro_point_dir": str(out), "fabricrepro_controller_dir": str(out / "controller"),
                  "fabricrepro_switches": {}, "fabricrepro_stop_order": ["bftsmart_microbench"],
                  "fabricrepro_upstream_dir": str(build.path),
+                 # the layout's envelopes per block (bftsmart_config has no default: a point's is its block_size);
+                 # the demo's clients send requests, not blocks, so it is the layout's record only
+                 "bftsmart_config_block_size": 10,
                  "bftsmart_microbench_clients": args.clients, "bftsmart_microbench_ops_per_client": args.ops}
     started = time.time()
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()

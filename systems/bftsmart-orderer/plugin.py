@@ -5,24 +5,14 @@ from harness.plugin_api import IndependentCheck, Metric, SystemPlugin, Table, pe
 
 from . import ant_build, evidence, logs, microbench, model
 
-#: The role variables each point parameter sets (bftsmart_geo_*: Fig. 7's geo driver, role bftsmart_geo).
-VARIABLES = {
-    "nodes": ["bftsmart_config_nodes"],
-    "block_size": ["bftsmart_config_block_size", "bftsmart_sigbench_block_size", "bftsmart_geo_block_size"],  # envelopes
-    "receivers": ["bftsmart_config_frontends"],          # every workload client also receives every block
-    "signing_threads": ["bftsmart_config_signing_threads", "bftsmart_sigbench_threads"],
-    "envelope_bytes": ["bftsmart_workload_envelope_bytes", "bftsmart_sigbench_envelope_bytes",
-                       "bftsmart_geo_envelope_bytes"],
-    "duration_s": ["bftsmart_workload_duration_s", "bftsmart_sigbench_duration_s", "bftsmart_geo_duration_s"],
-    "workload_workers": ["bftsmart_workload_workers", "bftsmart_geo_clients"],
-    "workload_delay_ms": ["bftsmart_workload_delay_ms", "bftsmart_geo_client_delay_ms"],
-}
+#: The roles' durations: the parameter duration_s is a number (s), the roles take whole seconds; every other
+#: parameter reaches the roles through the system's table (system.yaml variables).
+DURATIONS = ["bftsmart_workload_duration_s", "bftsmart_sigbench_duration_s", "bftsmart_geo_duration_s"]
 
 
 class Plugin(SystemPlugin):
     def role_variables(self, parameters: dict) -> dict:
-        return {var: int(parameters[name]) for name, variables in VARIABLES.items() if name in parameters
-                for var in variables}
+        return {var: int(parameters["duration_s"]) for var in DURATIONS} if "duration_s" in parameters else {}
 
     def tables(self) -> list[Table]:
         return [Table(name, parse=parse) for name, parse in logs.TABLES.items()]

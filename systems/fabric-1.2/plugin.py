@@ -4,8 +4,6 @@ FastFabric and validation-opt extend this system (``extends`` in their ``system.
 and so inherit these variables.
 """
 
-import math
-
 from harness.plugin_api import SystemPlugin
 
 
@@ -16,28 +14,18 @@ class Plugin(SystemPlugin):
 
     def role_variables(self, parameters: dict) -> dict:
         # Fabric 1.2's peer benchmark (role fabric_peerbench, patches 0003-0005; FastFabric's fastfabric_peerbench
-        # takes the same, its plugin): the point's transactions in pre-made blocks of block_size, its VSCC
-        # goroutines, the shares of the transfers to corrupt (mutation tests), the work check's negative control
-        # (docs/validity.md: fabric-1.2 patch 0005 and fastfabric 0008 skip every signature verification) and
-        # its time limit.
+        # takes the same, its plugin): its VSCC goroutines, the shares of the transfers to corrupt (mutation
+        # tests), the work check's negative control (docs/validity.md: fabric-1.2 patch 0005 and fastfabric 0008
+        # skip every signature verification) and its time limit. Its blocks and block size, the orderer's block
+        # size and the load generator's mutation counts come from the system's table (system.yaml variables).
         peerbench = {"tx_threads": parameters.get("vscc_threads", ""),
                      "control_skip_signature_checks": bool(parameters.get("control_skip_signature_checks", False)),
                      **{flag: float(parameters[f"{flag}_fraction"]) for flag in
                         ("corrupt_creator", "corrupt_endorsement", "stale_read") if f"{flag}_fraction" in parameters},
                      **({"timeout_s": int(parameters["point_timeout_s"])} if "point_timeout_s" in parameters else {})}
-        if "block_size" in parameters:
-            peerbench["block_size"] = int(parameters["block_size"])
-            if "transactions" in parameters:
-                peerbench["blocks"] = math.ceil(int(parameters["transactions"]) / peerbench["block_size"])
         return {**super().role_variables(parameters),
-                # Mutation tests (docs/validity.md): the load generator's bad creators and stale reads, counts of its
-                # transfers as the core's loadgen_forge_endorsement is (harness/runner.py workload_variables).
-                **({f"loadgen_{var}": round(float(parameters.get(name, 0)) * int(parameters["transactions"]))
-                    for var, name in (("corrupt_creator", "corrupt_creator_fraction"), ("stale_read", "stale_read_fraction"))}
-                   if "transactions" in parameters else {}),
                 "fabric_crypto_orderer_type": parameters.get("orderer_type", "solo"),
-                # Block cutting of Fabric's orderer (the genesis block's BatchSize.MaxMessageCount, BatchTimeout).
-                **({"fabric_crypto_batch_size": int(parameters["block_size"])} if "block_size" in parameters else {}),
+                # Block cutting of Fabric's orderer (the genesis block's BatchTimeout; its size: the table).
                 **({"fabric_crypto_batch_timeout_ms": int(parameters["batch_timeout_ms"])}
                    if "batch_timeout_ms" in parameters else {}),
                 # VSCC goroutines per block (validation-opt's sweep); "" is Fabric's default, the CPU count.

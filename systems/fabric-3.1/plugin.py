@@ -17,8 +17,8 @@ class Plugin(SystemPlugin):
         return {"etcdraft": "Raft", "BFT": "SmartBFT"}.get(str(parameters.get("ordering", "etcdraft")))
 
     def role_variables(self, parameters: dict) -> dict:
-        # The network's ordering and block cutting (fabric3_network), and the load generator's bad creators
-        # and stale reads (mutation tests, docs/validity.md), counts of its transfers as for Fabric 1.2.
+        # The network's ordering and batch timeout (fabric3_network); its block size and the load generator's
+        # mutation counts come from the system's table (system.yaml variables).
         return {**super().role_variables(parameters),
                 **({"fabric3_network_consensus": parameters["ordering"]} if "ordering" in parameters else {}),
                 # the peer's state database (goleveldb, or CouchDB under the driver end-to-end-couchdb)
@@ -26,7 +26,6 @@ class Plugin(SystemPlugin):
                    if "state_database" in parameters else {}),
                 # how the chaincode's transfer calls the peer: per-key, or v3.1's batched calls (Fujitsu's idea)
                 **({"fabric3_chaincode_api": str(parameters["chaincode_api"])} if "chaincode_api" in parameters else {}),
-                **({"fabric3_network_block_size": int(parameters["block_size"])} if "block_size" in parameters else {}),
                 # ordering-bench: the envelopes' data bytes (Fig. 6's envelope size) for the load generator's envelopes
                 **({"loadgen_payload_bytes": int(parameters["envelope_bytes"])} if "envelope_bytes" in parameters else {}),
                 **({"fabric3_network_batch_timeout_ms": int(parameters["batch_timeout_ms"])}
@@ -39,11 +38,7 @@ class Plugin(SystemPlugin):
                    # not on a control point (its corrupted transfers are what its ledger must show invalid)
                    and not any(float(parameters.get(m) or 0) > 0 for m in ("corrupt_creator_fraction",
                                                                           "corrupt_endorsement_fraction",
-                                                                          "stale_read_fraction")) else {}),
-                **({f"loadgen_{var}": round(float(parameters.get(name, 0)) * int(parameters["transactions"]))
-                    for var, name in (("corrupt_creator", "corrupt_creator_fraction"),
-                                      ("stale_read", "stale_read_fraction"))}
-                   if "transactions" in parameters else {})}
+                                                                          "stale_read_fraction")) else {})}
 
     def commands(self) -> list:
         return [smoke.COMMAND, network_files.COMMAND, catchup.COMMAND]

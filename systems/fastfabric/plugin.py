@@ -17,24 +17,15 @@ class Plugin(SystemPlugin):  # over fabric-1.2's (system.yaml extends)
         if "payload_kb" in parameters:
             out["fastfabric_broadcast_payload_bytes"] = int(float(parameters["payload_kb"]) * 1024)
         # The published peer benchmark takes the settings of Fabric 1.2's (fabric_peerbench_*, its plugin),
-        # but its own go-routine counts (above).
+        # but its own go-routine counts (above); its blocks and block size, the orderer's block size, the
+        # clients' transfers and the deliver client's CPUs come from the system's table (system.yaml variables).
         out.update({"fast" + name: value for name, value in out.items() if name.startswith("fabric_peerbench_")
                     and name != "fabric_peerbench_tx_threads"})
-        # The orderer's block size, and the point's transfers to the clients that send and count them.
-        if "block_size" in parameters:
-            out["fastfabric_orderer_block_size"] = int(parameters["block_size"])
-        if "transactions" in parameters:
-            transfers = int(parameters["transactions"])
-            out.update(fastfabric_broadcast_messages=transfers, fastfabric_deliver_transfers=transfers,
-                       fastfabric_reader_transfers=transfers)
         if "point_timeout_s" in parameters:
             out["fastfabric_broadcast_timeout_s"] = int(parameters["point_timeout_s"])
         # Table I's streams: those Fabric 1.2's column gives our load generator (fastfabric-end-to-end.yml).
         if "loadgen_streams" in parameters:
             out["fastfabric_broadcast_point_streams"] = int(parameters["loadgen_streams"])
-        # The deliver client starts itself (tasks/run.yml), so it pins itself to the point's CPUs.
-        if "cpus" in parameters:
-            out["fastfabric_deliver_cpus"] = int(parameters["cpus"])
         return out
 
     def tables(self) -> list[Table]:

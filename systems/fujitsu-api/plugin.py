@@ -12,12 +12,8 @@ class Plugin(SystemPlugin):
                "fujitsu_api_client_processes": int(parameters.get("concurrent_processes", 1)),
                "fujitsu_api_client_rate_per_process": parameters.get("process_rate_tps", 0),
                "fujitsu_api_cc_timing": bool(parameters.get("chaincode_timing", False))}
-        if "transactions" in parameters:
-            out["fujitsu_api_client_transactions"] = int(parameters["transactions"])
         if "point_timeout_s" in parameters:
             out["fujitsu_api_client_timeout_s"] = int(parameters["point_timeout_s"])
-        if "block_size" in parameters:  # PBFT's general.batchsize: the requests a batch, and so a block, holds
-            out["fujitsu_api_peer_pbft_batch_size"] = int(parameters["block_size"])
         return out
 
     def tables(self) -> list[Table]:

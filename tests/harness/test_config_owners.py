@@ -10,7 +10,12 @@
   parameters, or the experiment's fixed, sweep, workload, scales, reference_build, panels). The core defaults (harness/defaults.yaml) only the core's.
 * Block size is one parameter, ``block_size``: every role variable of a block size (``*_block_size``,
   ``*_batch_size``) of every role a system's drivers run gets the point's ``block_size`` from the core's or the
-  system's role variables, and its default is a value, never another role's variable.
+  system's table, and has no default (every point has a block size, harness/defaults.yaml).
+* One table per system (issue 47): a parameter reaches a role variable through the core's table
+  (harness/runner.py) or its system's (``variables`` in system.yaml), each variable from one place: no table
+  names a variable twice, no plugin hook sets one a table sets, a table's keys are integer parameters or the
+  counts the core derives (``runner.DERIVED``), its values variables of a role, and no role defaults a variable
+  that a table sets from a parameter every point has (harness/defaults.yaml).
 * A system's roles read only their own variables (and ``fabricrepro_*``, Ansible's, the hosts'): no variable
   of a shared role (playbooks/roles) is read in a system's role, nor in a system playbook's setting of one of
   its roles' variables. A shared role's variable a system role passes (``process_command:``) is set, not read;
@@ -28,8 +33,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import REPO_ROOT, runner
+from harness import REPO_ROOT, runner, systems
 from harness.config import declarations, harness_defaults
+from harness.errors import HarnessError
 from harness.plan import Point
 
 SYSTEMS = REPO_ROOT / "systems"
@@ -177,6 +183,12 @@ def role_defaults(role: str) -> dict:
     return yaml.safe_load((role_dir(role) / "defaults" / "main.yml").read_text()) or {}
 
 
+def role_options(role: str) -> dict:
+    """A role's variables as its argument specs name them (every entry point's), with their specs."""
+    specs = yaml.safe_load((role_dir(role) / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    return {n: spec for entry in specs.values() for n, spec in (entry.get("options") or {}).items()}
+
+
 def drivers() -> list[tuple[str, str, list[str], list[str]]]:
     """(system, driver, roles, companions) of every driver of every build."""
     out = []
@@ -200,10 +212,80 @@ def test_every_roles_block_size_is_the_points_block_size(system, driver, roles, 
                   switches={})
     variables = runner.role_variables(point, companions)
     for role in roles:
-        for name, default in role_defaults(role).items():
+        defaults = role_defaults(role)
+        for name in {*defaults, *role_options(role)}:
             if BLOCK_SIZE_VARIABLE.search(name):
-                assert "{{" not in str(default), f"{role}: {name} defaults to another variable ({default})"
+                assert name not in defaults, f"{role}: {name} has a default, which every point's block_size overrides"
                 assert variables.get(name) == 37, f"{system} {driver}: {name} is not the point's block_size"
+
+
+# ---------------------------------------------------------------- one table per system (issue 47)
+
+def all_role_variables() -> set[str]:
+    roles = [p for p in [*SHARED_ROLES.iterdir(), *SYSTEMS.glob("*/roles/*")] if p.is_dir()]
+    return {n for r in roles for n in {*role_defaults(r.name), *role_options(r.name)}}
+
+
+def tables() -> dict[str, dict[str, list[str]]]:
+    """Each system's table (its lineage's), and the core's two (``core``, ``core workload``)."""
+    return {"core": runner.VARIABLES, "core workload": runner.WORKLOAD_VARIABLES,
+            **{s: systems.variables(s) for s in sorted(EXTENDS)}}
+
+
+@pytest.mark.parametrize("owner, table", tables().items())
+def test_a_table_maps_integer_parameters_and_derived_counts_to_role_variables(owner, table):
+    declared = declarations()
+    known = all_role_variables()
+    for name, variables in table.items():
+        assert name in runner.DERIVED or (declared.get(name) or {}).get("type") == "integer", \
+            f"{owner}: {name} is neither an integer parameter nor a count the core derives ({runner.DERIVED})"
+        assert not sorted(set(variables) - known), f"{owner}: {name} sets variables no role has"
+        for var in variables:
+            role = next(r for r in sorted(known_roles()) if var.startswith(r + "_"))
+            assert var not in role_defaults(role) or name not in harness_defaults(), (
+                f"{owner}: {var} has a default in role {role}, which every point's {name} overrides")
+
+
+def known_roles() -> set[str]:
+    return {p.name for p in [*SHARED_ROLES.iterdir(), *SYSTEMS.glob("*/roles/*")] if p.is_dir()}
+
+
+FULL = {**harness_defaults(), "transactions": 740, "block_size": 37, "cpus": 3, "nodes": 4, "receivers": 2,
+        "signing_threads": 2, "envelope_bytes": 40, "duration_s": 5, "workload_workers": 2, "workload_delay_ms": 1,
+        "corrupt_creator_fraction": 0.01, "corrupt_endorsement_fraction": 0.02, "stale_read_fraction": 0.03}
+
+
+@pytest.mark.parametrize("system", sorted(EXTENDS))
+def test_no_hook_sets_a_variable_its_systems_table_sets(system):
+    table = {v for vs in systems.variables(system).values() for v in vs}
+    core = {v for t in (runner.VARIABLES, runner.WORKLOAD_VARIABLES) for vs in t.values() for v in vs}
+    hooked = set(systems.plugin(system).role_variables(FULL))
+    assert not sorted(hooked & (table | core)), f"{system}'s plugin sets variables a table sets"
+    assert not sorted(table & core), f"{system}'s table sets variables the core's table sets"
+
+
+def test_the_core_derives_blocks_and_mutation_counts_once():
+    assert runner.derived_counts({"transactions": 1001, "block_size": 100, "stale_read_fraction": 0.01}) == {
+        "blocks": 11, "corrupt_creator_transactions": 0, "corrupt_endorsement_transactions": 0,
+        "stale_read_transactions": 10}
+    assert runner.derived_counts({"block_size": 100}) == {}
+    point = Point(id="p", variant="v", system="fastfabric", label="v", repetition=0, sweep={}, parameters=FULL,
+                  switches={})
+    v = runner.role_variables(point)
+    assert v["committerbench_blocks"] == v["fabric_peerbench_blocks"] == v["fastfabric_peerbench_blocks"] == 20
+    assert (v["loadgen_corrupt_creator"], v["loadgen_forge_endorsement"], v["loadgen_stale_read"]) == (7, 15, 22)
+    assert v["process_cpus"] == v["fastfabric_deliver_cpus"] == 3
+    assert v["fastfabric_broadcast_messages"] == v["fastfabric_deliver_transfers"] == v["loadgen_transactions"] == 740
+
+
+def test_a_variable_named_twice_in_a_lineage_is_refused(tmp_path):
+    for name, doc in (("base", {"variables": {"block_size": ["x_block_size"]}}),
+                      ("child", {"extends": "base", "variables": {"transactions": ["x_block_size"]}})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "system.yaml").write_text(yaml.safe_dump(doc))
+    assert systems.variables("base", tmp_path) == {"block_size": ["x_block_size"]}
+    with pytest.raises(HarnessError, match="x_block_size is set from transactions"):
+        systems.variables("child", tmp_path)
 
 
 def test_no_parameter_names_a_block_size_but_block_size():

@@ -110,8 +110,7 @@ def test_metrics_of_the_log_tables(tmp_path):
     assert m["orderer_throughput_tps"] > 0 and "throughput_tps" not in m
     # a point's parameters -> the roles' variables (none for a point of another system: only the systems a point
     # runs are asked)
-    v = plugin("bftsmart-orderer").role_variables({"nodes": 7, "block_size": 100, "envelope_bytes": 40,
-                                                   "receivers": 1})
+    v = role_variables(["bftsmart-orderer"], {"nodes": 7, "block_size": 100, "envelope_bytes": 40, "receivers": 1})
     assert v["bftsmart_config_nodes"] == 7 and v["bftsmart_config_block_size"] == 100
     assert v["bftsmart_sigbench_block_size"] == v["bftsmart_geo_block_size"] == 100
     assert v["bftsmart_workload_envelope_bytes"] == 40 and v["bftsmart_config_frontends"] == 1
