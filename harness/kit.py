@@ -53,7 +53,7 @@ from .upstream_source import sha256_file
 from .kit_parts import (  # noqa: F401 (re-exported: harness.kit is the kit's one entry point)
     KIT_FORMAT, RUN_FORMAT, KIT_BUILD, KIT_PLANS, PLAN_FORMAT, MAX_BYTES, TARGET_TOOLS, OLDEST_PYTHON,
     OLDER_ANSIBLE, WHEEL_PACKAGES, STATIC_GO, elf_linking, tool_refusals, upstream_files, _uses_upstream,
-    target_python, wheel_requirements, wheelhouse, static_commands, stripped, harness_modules)
+    target_python, wheel_requirements, wheelhouse, static_commands, stripped, harness_modules, repo_files)
 
 
 # ---------------------------------------------------------------- building a kit
@@ -174,6 +174,11 @@ def _carried(choice, commands: list[str], bin_dir: Path) -> tuple[dict[str, Path
     carried: dict[str, Path] = {f"bin/{name}": bin_dir / name for name in commands}
     roles = sorted({r for spec in [*choice.drivers.values(), *choice.variant_drivers.values()] for r in spec["roles"]})
     for role in roles:
+        for rel in repo_files(role):
+            if not (REPO_ROOT / rel).exists():
+                raise HarnessError(f"kit: role {role} needs {rel} on the controller, which is not here to carry (a "
+                                   "local run of the experiment fetches it)")
+            carried[rel.rstrip("/")] = REPO_ROOT / rel
         if not _uses_upstream(role) or not builds:
             continue
         files = upstream_files(role)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -104,6 +105,24 @@ def upstream_files(role: str) -> list[str] | None:
         if "_build_dir }}/{{ item }}" in str(copy.get("src", "")) and isinstance(task.get("loop"), list):
             files += [str(item) for item in task["loop"]]
     return files or None
+
+
+def repo_files(role: str) -> list[str]:
+    """The files of this repository's build cache a role needs on the controller and fetches there when they
+    are missing (``meta/kit.yml`` ``repo_files``, relative to the repository, ``{{ name }}`` filled from the
+    role's defaults: the kafka role's Maven jars, which the target cannot fetch). [] when it declares none."""
+    declared = (role_dir(role) or Path("/nonexistent")) / "meta" / "kit.yml"
+    if not declared.is_file():
+        return []
+    files = (yaml.safe_load(declared.read_text(encoding="utf-8")) or {}).get("repo_files") or []
+    defaults = role_defaults(role)
+    out = []
+    for f in files:
+        path = re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: str(defaults.get(m.group(1), m.group(0))), str(f))
+        if "{{" in path or ".." in path or path.startswith("/"):
+            raise HarnessError(f"{declared}: repo_files: {f!r} is not a path inside the repository its defaults fill")
+        out.append(path)
+    return out
 
 
 def _uses_upstream(role: str) -> bool:

@@ -41,6 +41,12 @@ def test_roles_that_run_their_build_in_place_declare_what_a_kit_carries():
     assert "bin/configtxgen" in upstream_files("bftsmart_config")
 
 
+def test_kafka_and_zookeeper_carry_the_jars_maven_fetched_here():
+    from harness.kit_parts import repo_files
+    assert repo_files("kafka") == repo_files("zookeeper") == ["build/kafka-1.0.2/libs/", "build/kafka-1.0.2/libs.tar.gz"]
+    assert repo_files("bftsmart_node") == []
+
+
 def test_the_space_is_told_by_part():
     from harness.kit import _space_part
     assert _space_part("kit/build/upstream/bftsmart-orderer/abc/bin/cryptogen") == "build/upstream/bftsmart-orderer"
@@ -100,8 +106,10 @@ def test_a_bftsmart_kit_runs_where_no_java_is_installed(tmp_path, request):
     python = tmp_path / "clean-python"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(python)], check=True)
     with network_lock(request.config):
+        ran = time.monotonic()
         proc = subprocess.run([str(target / "kit" / "run"), "--python", str(python / "bin" / "python3")],
                               env={"PATH": clean}, cwd=target, capture_output=True, text=True, timeout=900)
+        ran_s = time.monotonic() - ran
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = ingest(target / "kit" / "run.tar.gz", results=tmp_path / "results", log=lambda _: None,
                  plans=tmp_path / "plans")
@@ -117,8 +125,10 @@ def test_a_bftsmart_kit_runs_where_no_java_is_installed(tmp_path, request):
     # the nodes ran on the kit's runtime, not on a java of this machine
     logs = "".join(p.read_text(errors="replace") for p in (run.path / "points").rglob("*.log"))
     assert "/usr/lib/jvm" not in logs
-    print(f"kit {manifest['bytes'] / 2**20:.1f} MiB (xz -0), built in {manifest['wall_s']} s, "
-          f"test {time.monotonic() - started:.0f} s; space before compression: {manifest['space']}")
+    print(f"kit {manifest['bytes'] / 2**20:.1f} MiB (xz -0), built in {manifest['wall_s']} s, run on the target in "
+          f"{ran_s:.0f} s, test {time.monotonic() - started:.0f} s; space before compression: {manifest['space']}; "
+          + "; ".join(f"{s['point']}: valid {s['valid']} ({s.get('invalid_reason') or s['validity']['evidence']}), "
+                      f"{s['metrics'].get('orderer_throughput_tps')} envelopes/s" for s in summaries))
 
 
 # ------------------------------------------------------------------ issue 48, item 2: every experiment that can go
