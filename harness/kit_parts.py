@@ -91,8 +91,9 @@ def upstream_files(role: str) -> list[str] | None:
     is its ``_build_dir``), else the list its ``meta/kit.yml`` declares (``upstream_files``: a role that runs
     its build in place, as BFT-SMaRt's run their jars). None when the role names none."""
     declared = (role_dir(role) or Path("/nonexistent")) / "meta" / "kit.yml"
-    if declared.is_file():
-        files = (yaml.safe_load(declared.read_text(encoding="utf-8")) or {}).get("upstream_files")
+    files = (yaml.safe_load(declared.read_text(encoding="utf-8")) or {}).get("upstream_files") \
+        if declared.is_file() else None
+    if files is not None:
         if not isinstance(files, list) or not all(isinstance(f, str) and f and ".." not in f for f in files):
             raise HarnessError(f"{declared}: upstream_files must be a list of paths inside the build")
         return files or None
