@@ -33,6 +33,7 @@ from .claims import claim_band
 from .cpus import started_components
 from .errors import HarnessError
 from .figure_png import FIGURE_RC, png_bytes
+from .logscan import log_bytes_at_stop
 from .metrics import (NS_PER_MS, NS_PER_S, Metric, commit_throughput_tps, committer_busy_ratio, data_blocks,
                       mean_block_latency_ms, percentile)
 from .rundir import latest_complete_run, read_json
@@ -41,7 +42,8 @@ from .tools import require_tool
 __all__ = [
     "HOOKS", "BuildContext", "BuildKind", "Command", "CommandTools", "FIGURE_RC", "HarnessError", "IndependentCheck",
     "Metric", "NS_PER_MS", "NS_PER_S", "ReportPart", "SystemPlugin", "Table", "claim_band", "commit_throughput_tps",
-    "data_blocks", "latest_complete_run", "percentile", "png_bytes", "point_role_settings", "read_json",
+    "data_blocks", "latest_complete_run", "log_bytes_at_stop", "percentile", "png_bytes", "point_role_settings",
+    "read_json",
     "require_tool",
 ]
 

@@ -20,7 +20,6 @@ from pathlib import Path
 import pandas as pd
 
 from . import ledger
-from .measure import measure_primitives  # noqa: F401  (measured where the points run: harness/measure.py)
 
 #: The line a pre-made-block driver prints after its timed section (our patches to the peer benchmarks,
 #: cmd/committerbench).

@@ -57,7 +57,6 @@ replicas executed. At smoke scale no replica reaches 10,000, so that bound is lo
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import re
@@ -65,7 +64,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.plugin_api import HarnessError, IndependentCheck, point_role_settings, started_components
+from harness.plugin_api import (HarnessError, IndependentCheck, log_bytes_at_stop, point_role_settings,
+                                started_components)
 
 from . import logs
 
@@ -122,16 +122,6 @@ def _component_logs(point_dir: Path, components: dict[str, str], prefix: str, st
         if not log.is_file() or not log.stat().st_size:
             problems.append(f"the log of {stem.format(i)} on host {host} is missing or empty (logs/{host}/{log.name})")
     return problems
-
-
-def log_bytes_at_stop(point_dir: Path, host: str) -> dict[str, int] | None:
-    """How far each log of ``host`` had got when teardown began stopping its components
-    (``raw/<host>/log_bytes_at_stop.csv``, the process role's stop.sh); None without that record."""
-    path = Path(point_dir) / "raw" / host / "log_bytes_at_stop.csv"
-    if not path.is_file():
-        return None
-    with open(path, newline="", encoding="utf-8") as f:
-        return {row["log"]: int(row["bytes"]) for row in csv.DictReader(f) if row.get("bytes", "").isdigit()}
 
 
 def _reports(text: str) -> int:
@@ -195,7 +185,7 @@ def receivers_check(point_dir: Path, tables: dict[str, pd.DataFrame]) -> tuple[d
     leader_at_stop = None
     if not log0.is_file() or not log0.stat().st_size:
         problems.append(f"node 0's throughput log logs/{host0}/throughput_0.log is missing or empty")
-    elif at_stop is None or "throughput_0.log" not in at_stop:
+    elif "throughput_0.log" not in at_stop:
         problems.append(f"raw/{host0}/log_bytes_at_stop.csv does not say how far throughput_0.log had got when "
                         "teardown began: what node 0 counted before the receivers stopped is unknown")
     else:

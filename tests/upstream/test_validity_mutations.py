@@ -22,6 +22,7 @@ import pytest
 
 from harness import REPO_ROOT, collect, upstream, validity, work
 from harness.rundir import write_json
+from harness.measure import measure_primitives
 
 from tests.upstream import needs
 from tests.upstream.test_fabric_network import point_setup, run_watched
@@ -41,7 +42,7 @@ def record_primitives(point_dir: Path) -> None:
     """The run's measured cost of a verification, as harness/reproduce.py records it in metadata.json."""
     point_dir.mkdir(parents=True, exist_ok=True)
     write_json(point_dir.parent.parent / "metadata.json",
-               {"primitives": {"before_points": work.measure_primitives(REPO_ROOT / "bin")}})
+               {"primitives": {"before_points": measure_primitives(REPO_ROOT / "bin")}})
 
 
 def checked(point_dir: Path, system: str, parameters: dict, driver: str = "committer-bench",
