@@ -125,6 +125,14 @@ def judge_command(paper: str | None, experiment: str | None) -> str:
             "invoke ingest its run.tar.gz here")
 
 
+def _why(summary: dict) -> str:
+    """A limited point's reason, shortest: its capacity problems without the check's name, else its invalid_reason."""
+    problems = ((summary.get("validity") or {}).get("capacity") or {}).get("problems")
+    if not problems:
+        return str(summary.get("invalid_reason"))
+    return " and ".join(re.sub(r"^independent check [\w-]+: ", "", p) for p in problems)
+
+
 def claim_reason(points: list[dict], host_cores: int | None, paper: str | None, experiment: str | None) -> str | None:
     """"not comparable on N cores" for a claim with capacity-limited points among ``points`` (the summaries of
     the variants and parameters it compares), with each point's reason and the command that would judge it;
@@ -134,6 +142,6 @@ def claim_reason(points: list[dict], host_cores: int | None, paper: str | None, 
         return None
     cores = sorted({c for c in (point_cores(s, host_cores) for s in hit) if c})
     where = "/".join(str(c) for c in cores) or "these"
-    reasons = "; ".join(f"{s['point']}: {s.get('invalid_reason')}" for s in hit)
+    reasons = "; ".join(f"{s['point']}: {_why(s)}" for s in hit)
     return (f"not comparable on {where} cores: {len(hit)} of {len(points)} points could not be carried by this "
             f"machine ({reasons}); judge it on a bigger host: {judge_command(paper, experiment)}")

@@ -102,6 +102,10 @@ def test_a_claim_on_such_points_is_not_comparable_on_this_many_cores():
     assert "6,340 envelopes" in out["reason"]
     assert "invoke kit --paper bftsmart-orderer --experiment fig6-lan-throughput" in out["reason"]
     assert out["capacity"]["points"] == ["a"] and out["cores"]["verdict"] is None
+    # the reason names each point's problem without the check's name where the point says which problems they were
+    points[0]["validity"] = {"capacity": {"problems": [LAG]}}
+    assert "(a: receiver 1000 is short of blocks: it got blocks up to #634" in \
+        judge.with_capacity(measured, CLAIM, points, where)["reason"]
     # the block_size 100 point is not this claim's; without a limited point of its own the claim stands
     assert judge.with_capacity(measured, CLAIM, points[1:], where) == measured
     # a qualitative claim is judged from the figure, as before

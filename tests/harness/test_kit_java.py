@@ -45,6 +45,8 @@ def test_kafka_and_zookeeper_carry_the_jars_maven_fetched_here():
     from harness.kit_parts import repo_files
     assert repo_files("kafka") == repo_files("zookeeper") == ["build/kafka-1.0.2/libs/", "build/kafka-1.0.2/libs.tar.gz"]
     assert repo_files("bftsmart_node") == []
+    from harness.kit_parts import upstream_files
+    assert upstream_files("kafka") is None  # its kit.yml names repo files only: install.yml's copy list is read
 
 
 def test_the_space_is_told_by_part():
