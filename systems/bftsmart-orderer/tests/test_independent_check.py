@@ -327,3 +327,21 @@ def test_every_missing_fig7_input_fails(tmp_path, breakage, expected):
             f.unlink()
     _, problems = _run(point, "bft-frontends")
     assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_delivery_lagging_ordering_is_a_capacity_limit_and_nothing_else_is(tmp_path):
+    # validity.yaml capacity_limits (harness/capacity.py), held against the check's own problems as
+    # harness/validity.py prefixes them: the receivers short of node 0's count, node 0 counting on after the stop
+    from harness import capacity
+    limits = capacity.load("bftsmart-orderer")
+
+    def classify(point):
+        return capacity.classify(limits, [f"independent check bft-receivers: {p}" for p in _run(point)[1]])
+    short = fig6_point(tmp_path / "a", receivers=(1000, 2000))
+    _write(short / "logs" / "client" / "latency_2000.log", _latency(500))
+    assert classify(short)["limits"] == ["delivery_lags_ordering"]
+    assert classify(fig6_point(tmp_path / "b", at_stop_reports=5, last_block=490))["limits"] == ["delivery_lags_ordering"]
+    # replicas short of node 0, a receiver beyond a quorum, a run too short to confirm: not the machine's limit
+    assert classify(fig6_point(tmp_path / "c", replicas=[10, 5, 5])) is None
+    assert classify(fig6_point(tmp_path / "d", last_block=3000)) is None
+    assert classify(fig6_point(tmp_path / "e", leader=2, last_block=200)) is None
