@@ -299,7 +299,7 @@ def runs(c, paper=None):
 @task(iterable=["experiment", "set", "variant"], help={
     "paper": "paper id (papers/<paper>.yaml)",
     "experiment": "an experiment to carry (repeatable; default: every one of the paper's own that can go in a kit)",
-    "out": "the kit to write (a .tar.xz; with several experiments <out>-<experiment>.tar.xz each)",
+    "out": "the kit to write (a .tar.xz; several experiments share it, each its own run-<experiment>.tar.gz there)",
     "scale": "smoke | local | paper",
     "repeat": "repetitions per configuration (overrides the scale's)",
     "set": "override a parameter: name=value, or name=a,b to sweep (repeatable)",
@@ -313,8 +313,8 @@ def runs(c, paper=None):
 })
 def kit(c, paper=None, experiment=None, out="kit.tar.xz", scale="smoke", repeat=None, set=None, variant=None,
         build="auto", python=None, control=True, max_mib=None):
-    """Build measurement kits for a host without the harness (README, "Measure on a host without internet"),
-    one per experiment; on the target: tar xJf kit.tar.xz && ./kit/run."""
+    """Build a measurement kit of a paper's experiments for a host without the harness (README, "Measure on a
+    host without internet"); on the target: tar xJf kit.tar.xz && ./kit/run."""
     from harness.config import parse_assignments
     from harness.kit import MAX_BYTES, build_kits
     repeat = _number("repeat", repeat)

@@ -241,16 +241,18 @@ def _manifest(paper_id: str, experiment_id: str, plan, choice, py: tuple[int, in
 
 
 def _space_part(arc: str) -> str:
-    """What a kit member counts as in ``space.json``: its upstream build, ``java``, ``bin``, ``wheels``, ..."""
+    """What a kit member counts as in the manifest's ``space``: its upstream build, ``java``, ``bin``, ``wheels``..."""
     parts = arc.split("/")
     if parts[1:3] == ["build", "upstream"] and len(parts) > 3:
         return "build/upstream/" + parts[3]
-    return "kit files (kit.json, plan.json, run)" if parts[1:] in (["kit.json"], ["plan.json"], ["run"]) else parts[1]
+    return "kit files (kit.json, plans, run)" if parts[1:] in (["kit.json"], ["plan.json"], ["run"]) \
+        or parts[1] == "plans" else parts[1]
 
 
-def _write_archive(tmp: Path, manifest: dict, plan_doc: dict, carried: dict[str, Path], wheels: Path,
+def _write_archive(tmp: Path, texts: dict[str, str], carried: dict[str, Path], wheels: Path,
                    wheel_files: list[str], py: tuple[int, int], java_dir: Path | None, preset: int) -> dict:
-    """The kit (``kit/...`` in one ``.tar.xz``); returns the bytes each part took before compression."""
+    """The kit (``kit/...`` in one ``.tar.xz``: ``texts``, e.g. kit.json and the plans, then the rest); returns
+    the bytes each part took before compression."""
     space: dict[str, int] = {}
     with lzma.open(tmp, "wb", preset=preset) as xz, tarfile.open(fileobj=xz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         def text(arc: str, body: str, mode: int = 0o644):
@@ -263,8 +265,8 @@ def _write_archive(tmp: Path, manifest: dict, plan_doc: dict, carried: dict[str,
         def tree(src: Path, arc: str):
             _add_tree(tar, src, arc)
             space[_space_part(arc)] = space.get(_space_part(arc), 0) + kit_java.tree_bytes(src)
-        text("kit.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        text("plan.json", json.dumps(plan_doc, indent=2, sort_keys=True, default=str) + "\n")
+        for arc, body in texts.items():
+            text(arc, body)
         text("run", RUN_SCRIPT, 0o755)
         for f in harness_modules():
             tree(f, "kit/" + f.relative_to(REPO_ROOT).as_posix())
@@ -282,13 +284,40 @@ def _write_archive(tmp: Path, manifest: dict, plan_doc: dict, carried: dict[str,
     return dict(sorted(space.items(), key=lambda kv: -kv[1]))
 
 
-def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smoke", build: str = "auto",
-              overrides: dict | None = None, repeat: int | None = None, variants: list[str] | None = None,
-              controls: bool = True, python: str | None = None, max_bytes: int = MAX_BYTES,
-              preset: int = 9, source: str = "auto", plans: Path | None = None, log=print) -> dict:
-    """Build the kit of one experiment into ``out`` (a ``.tar.xz``) and return its manifest (``kit.json``, with
-    ``bytes``, ``pack_s``, ``wall_s`` and ``space``: what each part took before compression). Its plan is kept
-    at home in ``plans`` (default ``KIT_PLANS``; ``keep_plan``).
+def _experiment_part(paper, experiment_id: str, scale: str, build: str, source: str, overrides, repeat, variants,
+                     controls: bool, log) -> dict:
+    """One experiment's share of a kit: its plan, build choice and layout, and the files it carries."""
+    plan, choice, layout = _kit_choice(paper, experiment_id, scale, build, source, overrides, repeat, variants,
+                                       controls, log)
+    _prepare_static(choice, plan, source, log)
+    commands = sorted(set(choice.binaries()) | {"committerbench"})  # committerbench: the work check's rate
+    carried, build_paths = _carried(choice, commands, static_commands(commands, log))
+    return {"id": experiment_id, "plan": plan, "choice": choice, "layout": layout, "carried": carried,
+            "build_paths": build_paths}
+
+
+def _java_for(parts: list[dict], carried: dict[str, Path], log) -> tuple[Path | None, dict | None]:
+    """The kit's Java runtime where a component of its experiments needs java (harness/kit_java.py)."""
+    components = sorted({c for p in parts for c in kit_java.java_components(p["layout"])})
+    if not components:
+        return None, None
+    jars = [p for src in carried.values() for p in ([src] if src.is_file() else src.rglob("*.jar")) if p.suffix == ".jar"]
+    java_dir, java = kit_java.runtime(jars, log)
+    return java_dir, {**java, "components": components, "path": kit_java.ARC,
+                      "links": f"the target's C library: glibc >= {java.get('glibc_at_least')}, as the JDK it was "
+                               "made from"}
+
+
+def build_kit(paper_id: str, experiment_id: str | list[str], out: Path, *, scale: str = "smoke",
+              build: str = "auto", overrides: dict | None = None, repeat: int | None = None,
+              variants: list[str] | None = None, controls: bool = True, python: str | None = None,
+              max_bytes: int = MAX_BYTES, preset: int = 9, source: str = "auto", plans: Path | None = None,
+              log=print) -> dict:
+    """Build the kit of one experiment, or of several (a list), into ``out`` (a ``.tar.xz``) and return its
+    manifest (``kit.json``, with ``bytes``, ``pack_s``, ``wall_s`` and ``space``: what each part took before
+    compression). Each experiment's plan is kept at home in ``plans`` (default ``KIT_PLANS``; ``keep_plan``).
+    One experiment's kit holds ``plan.json``; several share one archive (their binaries, runtime and
+    wheelhouse once), each with its own manifest under ``kit.json`` ``kits`` and its plan in ``plans/<id>.json``.
 
     The plan is ``invoke reproduce``'s for the same options (``reproduce.plan_experiments``), on the
     local provider. ``python`` is the target's Python (MAJOR.MINOR; default this one's). Refuses,
@@ -297,41 +326,45 @@ def build_kit(paper_id: str, experiment_id: str, out: Path, *, scale: str = "smo
     which the near-identical commands of several upstream builds compress to one; the tests take 0, fast).
     """
     began = time.monotonic()
+    ids = [experiment_id] if isinstance(experiment_id, str) else list(experiment_id)
     py = target_python(python or f"{sys.version_info[0]}.{sys.version_info[1]}")
     paper = load_paper(paper_id)
-    plan, choice, layout = _kit_choice(paper, experiment_id, scale, build, source, overrides, repeat, variants,
-                                       controls, log)
-    _prepare_static(choice, plan, source, log)
-    commands = sorted(set(choice.binaries()) | {"committerbench"})  # committerbench: the work check's rate
-    carried, build_paths = _carried(choice, commands, static_commands(commands, log))
-    java_dir, java = None, None
-    if kit_java.java_components(layout):
-        jars = [p for src in carried.values() for p in ([src] if src.is_file() else src.rglob("*.jar"))
-                if p.suffix == ".jar"]
-        java_dir, java = kit_java.runtime(jars, log)
-        java = {**java, "components": kit_java.java_components(layout), "path": kit_java.ARC,
-                "links": f"the target's C library: glibc >= {java.get('glibc_at_least')}, as the JDK it was made from"}
+    parts = [_experiment_part(paper, e, scale, build, source, overrides, repeat, variants, controls, log) for e in ids]
+    carried = {arc: src for p in parts for arc, src in p["carried"].items()}
+    java_dir, java = _java_for(parts, carried, log)
     wheels = wheelhouse(py, log)
     wheel_files = sorted(p.name for p in wheels.glob("*.whl"))
-    manifest = _manifest(paper_id, experiment_id, plan, choice, py, wheel_files, carried, java)
+    manifests = {p["id"]: _manifest(paper_id, p["id"], p["plan"], p["choice"], py, wheel_files, p["carried"], java)
+                 for p in parts}
+    docs = {p["id"]: json.dumps(_plan_doc(paper, p["plan"], p["choice"], p["layout"], p["build_paths"]), indent=2,
+                                sort_keys=True, default=str) + "\n" for p in parts}
+    if len(ids) == 1:
+        manifest, texts = manifests[ids[0]], {"plan.json": docs[ids[0]]}
+    else:
+        manifest = {"format": KIT_FORMAT, "schema_version": SCHEMA_VERSION, "paper": paper_id, "experiments": ids,
+                    "made_utc": iso(utc_now()), "made_on": socket.gethostname(),
+                    "target": manifests[ids[0]]["target"], "kits": manifests}
+        texts = {f"plans/{e}.json": body for e, body in docs.items()}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
     started = time.monotonic()
-    space = _write_archive(tmp, manifest, _plan_doc(paper, plan, choice, layout, build_paths), carried, wheels,
-                           wheel_files, py, java_dir, preset)
+    space = _write_archive(tmp, {"kit.json": json.dumps(manifest, indent=2, sort_keys=True) + "\n", **texts},
+                           carried, wheels, wheel_files, py, java_dir, preset)
     size = tmp.stat().st_size
     took = ", ".join(f"{part} {n / 2**20:.1f}" for part, n in space.items() if n >= 2**20 / 10)
     if size > max_bytes:
         tmp.unlink()
         raise HarnessError(f"kit: {size / 2**20:.1f} MiB, more than the {max_bytes / 2**20:.0f} MiB allowed "
-                           f"({experiment_id}, {choice.kind} build; MiB before compression: {took}); nothing written")
+                           f"({', '.join(ids)}; MiB before compression: {took}); nothing written")
     os.replace(tmp, out)
-    manifest["plan_kept"] = str(keep_plan(manifest["kit_id"], paper_id, experiment_id, plan.resolved, plans))
+    for p in parts:
+        manifests[p["id"]]["plan_kept"] = str(keep_plan(manifests[p["id"]]["kit_id"], paper_id, p["id"],
+                                                        p["plan"].resolved, plans))
     manifest.update(bytes=size, pack_s=round(time.monotonic() - started, 1), wall_s=round(time.monotonic() - began, 1),
-                    space=space)
-    log(f"kit: {out} ({size / 2**20:.1f} MiB, {len(plan.points)} points, {choice.kind} build, "
-        f"Python {py[0]}.{py[1]}; MiB before compression: {took}); on the target: tar xJf {out.name} && ./kit/run")
+                    space=space, points=sum(len(p["plan"].points) for p in parts))
+    log(f"kit: {out} ({size / 2**20:.1f} MiB, {', '.join(ids)}: {manifest['points']} points, Python {py[0]}.{py[1]}; "
+        f"MiB before compression: {took}); on the target: tar xJf {out.name} && ./kit/run")
     return manifest
 
 
@@ -347,40 +380,28 @@ def kit_experiments(paper_id: str, experiments: list[str] | None = None) -> list
     return [e["id"] for e in paper.experiments if not is_ours(e)]
 
 
-def kit_path(out: Path, experiment_id: str, several: bool) -> Path:
-    """Where the kit of ``experiment_id`` goes: ``out`` for one kit, ``<out>-<experiment>.tar.xz`` beside it
-    for several."""
-    out = Path(out)
-    if not several:
-        return out
-    stem = out.name[:-len(".tar.xz")] if out.name.endswith(".tar.xz") else out.stem
-    return out.with_name(f"{stem}-{experiment_id}.tar.xz")
-
-
 def build_kits(paper_id: str, experiments: list[str] | None, out: Path, log=print, **options) -> dict:
-    """``invoke kit``: one kit per experiment that can go (``kit_experiments``; ``build_kit`` with ``options``),
-    each as ``kit_path`` says. An experiment that cannot go is left out naming why, where none was named;
-    a named one that cannot go fails. Returns ``{"kits": {experiment: manifest}, "left_out": {experiment:
-    why}}`` and logs each kit's size and what took its space."""
+    """``invoke kit``: one kit (``out``) of every experiment that can go (``kit_experiments``; ``build_kit`` with
+    ``options``). Where none was named, an experiment that cannot go (``_kit_choice`` refuses it) is left out,
+    naming why; a named one that cannot go fails. Returns ``{"kit": manifest, "left_out": {experiment: why}}``."""
     chosen = kit_experiments(paper_id, experiments)
-    kits, left_out = {}, {}
-    for experiment_id in chosen:
-        try:
-            kits[experiment_id] = build_kit(paper_id, experiment_id, kit_path(out, experiment_id, len(chosen) > 1),
-                                            log=log, **options)
-        except HarnessError as e:
-            if experiments:
-                raise
-            left_out[experiment_id] = str(e)
-            log(f"kit: left out {experiment_id}: {e}")
-    if not kits:
+    left_out = {}
+    if not experiments:
+        paper = load_paper(paper_id)
+        for experiment_id in chosen:
+            try:
+                _kit_choice(paper, experiment_id, options.get("scale", "smoke"), options.get("build", "auto"),
+                            options.get("source", "auto"), options.get("overrides"), options.get("repeat"),
+                            options.get("variants"), options.get("controls", True), log)
+            except HarnessError as e:
+                left_out[experiment_id] = str(e)
+                log(f"kit: left out {experiment_id}: {e}")
+    going = [e for e in chosen if e not in left_out]
+    if not going:
         raise HarnessError(f"kit: no experiment of {paper_id} can go in a kit: "
                            + "; ".join(f"{k}: {v}" for k, v in left_out.items()))
-    for experiment_id, m in kits.items():
-        took = ", ".join(f"{part} {n / 2**20:.1f}" for part, n in m["space"].items() if n >= 2**20 / 10)
-        log(f"kit {experiment_id}: {m['bytes'] / 2**20:.1f} MiB, {m['points']} points, built in {m['wall_s']} s; "
-            f"MiB before compression: {took}")
-    return {"kits": kits, "left_out": left_out}
+    manifest = build_kit(paper_id, going[0] if len(going) == 1 else going, out, log=log, **options)
+    return {"kit": manifest, "left_out": left_out}
 
 
 # ---------------------------------------------------------------- at home: a kit's run into the store

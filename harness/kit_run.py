@@ -151,17 +151,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true",
                         help="continue the kit's last run (interrupted or failed) with the points it has not measured")
     args = parser.parse_args(argv)
-    kit, plan = load("kit.json"), load("plan.json")
+    kit = load("kit.json")
     results = KIT / "results"
-    try:
-        run = measure(plan, kit, results, resume=args.resume)
-    except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    out = pack(run, kit, Path(args.out).resolve())
+    code = 0
+    for manifest, plan, out in kits(kit, Path(args.out).resolve()):
+        several = "kits" in kit
+        if several and args.resume and resumed_complete(results, plan):
+            continue  # a kit of several experiments: this one's run completed before
+        try:
+            run = measure(plan, manifest, results,
+                          resume=args.resume and (has_run(results, plan) if several else True))
+        except HarnessError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        out = pack(run, manifest, out)
+        print(f"{out} ({run.metadata['status']}): bring it home and run `invoke ingest {out.name}`")
+        code = code or (0 if run.metadata["status"] == "complete" else 1)
     shutil.rmtree(KIT / "tmp", ignore_errors=True)
-    print(f"{out} ({run.metadata['status']}): bring it home and run `invoke ingest {out.name}`")
-    return 0 if run.metadata["status"] == "complete" else 1
+    return code
+
+
+def kits(kit: dict, out: Path) -> list[tuple[dict, dict, Path]]:
+    """(manifest, plan, archive to write) of each experiment of the kit: one kit's ``plan.json`` and ``out``; a
+    kit of several (harness/kit.py ``build_kit``) each ``plans/<experiment>.json`` and
+    ``run-<experiment>.tar.gz`` beside ``out``."""
+    if "kits" not in kit:
+        return [(kit, load("plan.json"), out)]
+    return [(kit["kits"][e], load(f"plans/{e}.json"), out.with_name(f"run-{e}.tar.gz")) for e in kit["experiments"]]
+
+
+def has_run(results: Path, plan: dict) -> bool:
+    """Whether the kit has a run of ``plan``'s experiment to resume."""
+    return (results / plan["paper"]["id"] / plan["experiment"]["id"] / "latest").exists()
+
+
+def resumed_complete(results: Path, plan: dict) -> bool:
+    """Whether the kit's last run of ``plan``'s experiment completed (``--resume`` leaves it)."""
+    if not has_run(results, plan):
+        return False
+    return Run.open((results / plan["paper"]["id"] / plan["experiment"]["id"] / "latest").resolve()) \
+        .metadata["status"] == "complete"
 
 
 if __name__ == "__main__":

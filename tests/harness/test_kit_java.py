@@ -1,10 +1,11 @@
 """A kit carries its own Java runtime (issue 48, item 1: harness/kit_java.py) and says what took its space.
 
-The unit tests need no JDK. The kit test builds a kit of Sousa et al.'s Fig. 6 (bftsmart-orderer
-fig6-lan-throughput, upstream build, one point: 4 nodes, 100 envelopes a block of 1 KiB, one receiver,
-10 s) and runs it where PATH holds no ``java`` (a folder of links to this machine's programs but those of a
-JDK) with a Python without the harness's packages, then ingests its run: complete, its point passing
-validity (or, on a machine too small for it, kept as a capacity limit: harness/capacity.py). About 4 min
+The unit tests need no JDK. The kit test builds one kit of two experiments of Sousa et al.: the signature
+benchmark and Fig. 6 (bftsmart-orderer text-signature-bench and fig6-lan-throughput, upstream build, one
+point each: 4 nodes, 100 envelopes a block of 1 KiB, one receiver, 10 s) and runs it where PATH holds no
+``java`` (a folder of links to this machine's programs but those of a JDK) with a Python without the
+harness's packages, then ingests its two runs: complete, each point passing validity (or, for Fig. 6 on a
+machine too small for it, kept as a capacity limit: harness/capacity.py). About 4 min
 on 2 cores once the upstream build (build/kit/upstream/), the runtime (build/kit/java/) and the
 wheelhouse are there.
 """
@@ -55,7 +56,7 @@ def test_the_space_is_told_by_part():
     assert _space_part("kit/java/lib/modules") == _space_part("kit/java") == "java"
     assert _space_part("kit/playbooks") == "playbooks"
     assert _space_part("kit/wheels/x.whl") == "wheels"
-    assert _space_part("kit/plan.json") == "kit files (kit.json, plan.json, run)"
+    assert _space_part("kit/plan.json") == _space_part("kit/plans/fig6.json") == "kit files (kit.json, plans, run)"
 
 
 def test_jdeps_modules_always_hold_the_base_set(tmp_path):
@@ -78,7 +79,8 @@ def _path_without_java(where: Path) -> str:
     return str(where)
 
 
-FIG6 = ("bftsmart-orderer", "fig6-lan-throughput")
+PAPER = "bftsmart-orderer"
+EXPERIMENTS = ["text-signature-bench", "fig6-lan-throughput"]
 ONE_POINT = {"nodes": 4, "block_size": 100, "envelope_bytes": 1024, "receivers": 1}
 
 
@@ -87,17 +89,22 @@ ONE_POINT = {"nodes": 4, "block_size": 100, "envelope_bytes": 1024, "receivers":
                     or shutil.which("jlink") is None or shutil.which("ant") is None,
                     reason="needs ansible-playbook, go, a JDK (jlink) and ant (invoke setup)")
 def test_a_bftsmart_kit_runs_where_no_java_is_installed(tmp_path, request):
-    from harness.kit import build_kit, ingest
+    from harness.kit import build_kits, ingest
     started = time.monotonic()
     try:
-        manifest = build_kit(*FIG6, tmp_path / "kit.tar.xz", preset=0, log=lambda _: None, plans=tmp_path / "plans",
-                             build="upstream", overrides=dict(ONE_POINT), repeat=1, controls=False)
+        made = build_kits(PAPER, EXPERIMENTS, tmp_path / "kit.tar.xz", preset=0, log=lambda _: None,
+                          plans=tmp_path / "plans", build="upstream", overrides=dict(ONE_POINT), repeat=1,
+                          controls=False)
     except HarnessError as e:
         if "pip download" in str(e) or "upstream" in str(e).lower() and "fetch" in str(e).lower():
             pytest.skip(f"the kit's inputs cannot be had here: {e}")
         raise
-    assert manifest["java"]["path"] == "java" and "java.base" in manifest["java"]["modules"]
-    assert manifest["java"]["components"] == ["bftsmart_node", "bftsmart_workload"]
+    manifest = made["kit"]
+    # one archive, both experiments: each its own manifest and plan, the runtime and wheelhouse once
+    assert manifest["experiments"] == EXPERIMENTS and set(manifest["kits"]) == set(EXPERIMENTS)
+    java = manifest["kits"]["fig6-lan-throughput"]["java"]
+    assert java["path"] == "java" and "java.base" in java["modules"]
+    assert java["components"] == ["bftsmart_node", "bftsmart_sigbench", "bftsmart_workload"]
     assert {"java", "wheels", "build/upstream/bftsmart-orderer"} <= set(manifest["space"])
     clean = _path_without_java(tmp_path / "path")
     assert shutil.which("java", path=clean) is None
@@ -113,24 +120,27 @@ def test_a_bftsmart_kit_runs_where_no_java_is_installed(tmp_path, request):
                               env={"PATH": clean}, cwd=target, capture_output=True, text=True, timeout=900)
         ran_s = time.monotonic() - ran
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = ingest(target / "kit" / "run.tar.gz", results=tmp_path / "results", log=lambda _: None,
-                 plans=tmp_path / "plans")
-    assert run.metadata["status"] == "complete"
-    summaries = [json.loads(p.read_text()) for p in sorted((run.path / "points").glob("*/summary.json"))]
-    assert len(summaries) == 1
+    summaries = []
+    for experiment in EXPERIMENTS:
+        run = ingest(target / "kit" / f"run-{experiment}.tar.gz", results=tmp_path / "results", log=lambda _: None,
+                     plans=tmp_path / "plans")
+        assert run.metadata["status"] == "complete" and run.metadata["experiment"] == experiment
+        summaries += [json.loads(p.read_text()) for p in sorted((run.path / "points").glob("*/summary.json"))]
+    assert len(summaries) == 2
     for s in summaries:
         assert s["status"] == "complete", s.get("reason")
-        # valid, its counts confirmed by the receivers; or kept as what this machine could not carry
+        # valid, its counts confirmed; or (Fig. 6 on a machine too small for it) kept as a capacity limit
         assert s["valid"] or s.get("invalid_kind") == "capacity", s.get("invalid_reason")
-        assert s["validity"]["independent_check"]["status"] == ("passed" if s["valid"] else "failed")
-        assert s["validity"]["log_counts"] is not None
-    # the nodes ran on the kit's runtime, not on a java of this machine
-    logs = "".join(p.read_text(errors="replace") for p in (run.path / "points").rglob("*.log"))
+    bench, fig6 = summaries
+    assert bench["valid"] and bench["metrics"]["signatures_per_s"] > 0
+    assert fig6["validity"]["independent_check"]["status"] == ("passed" if fig6["valid"] else "failed")
+    # the JVMs were the kit's, not a java of this machine
+    logs = "".join(p.read_text(errors="replace") for p in (tmp_path / "results").rglob("*.log"))
     assert "/usr/lib/jvm" not in logs
     print(f"kit {manifest['bytes'] / 2**20:.1f} MiB (xz -0), built in {manifest['wall_s']} s, run on the target in "
           f"{ran_s:.0f} s, test {time.monotonic() - started:.0f} s; space before compression: {manifest['space']}; "
-          + "; ".join(f"{s['point']}: valid {s['valid']} ({s.get('invalid_reason') or s['validity']['evidence']}), "
-                      f"{s['metrics'].get('orderer_throughput_tps')} envelopes/s" for s in summaries))
+          + "; ".join(f"{s['point']}: valid {s['valid']} ({s.get('invalid_reason') or s['validity']['evidence']})"
+                      for s in summaries))
 
 
 # ------------------------------------------------------------------ issue 48, item 2: every experiment that can go
@@ -143,23 +153,21 @@ def test_a_kit_of_a_paper_carries_every_experiment_that_can_go(tmp_path, monkeyp
         ["fig6-revisit-smartbft"]
     with pytest.raises(HarnessError):
         kit.kit_experiments("bftsmart-orderer", ["no-such-experiment"])
-    assert kit.kit_path(tmp_path / "k.tar.xz", "fig6", False) == tmp_path / "k.tar.xz"
-    assert kit.kit_path(tmp_path / "k.tar.xz", "fig6", True) == tmp_path / "k-fig6.tar.xz"
+    built = []
 
-    def fake(paper, experiment, out, log=print, **options):
-        if experiment == "fig7-geo-latency":
-            raise HarnessError("kit: fig7-geo-latency cannot run on a kit's single host: delayed links")
-        return {"bytes": 2**20, "points": 1, "wall_s": 1.0, "space": {"java": 2**20}, "out": str(out)}
+    def fake(paper, experiments, out, log=print, **options):
+        built.append((experiments, out))
+        return {"bytes": 2**20, "points": 2, "wall_s": 1.0, "space": {"java": 2**20}}
     monkeypatch.setattr(kit, "build_kit", fake)
     lines = []
     made = kit.build_kits("bftsmart-orderer", None, tmp_path / "kit.tar.xz", log=lines.append)
-    assert set(made["kits"]) == set(ours) - {"fig7-geo-latency"}
-    assert made["kits"]["fig6-lan-throughput"]["out"] == str(tmp_path / "kit-fig6-lan-throughput.tar.xz")
-    assert made["left_out"] == {"fig7-geo-latency": "kit: fig7-geo-latency cannot run on a kit's single host: "
-                                                    "delayed links"}
-    assert any(line.startswith("kit fig6-lan-throughput: 1.0 MiB") and "java 1.0" in line for line in lines)
-    # one named that cannot go fails, naming why
-    with pytest.raises(HarnessError, match="delayed links"):
+    # one archive of every experiment a kit's single host can run; Fig. 7's delayed links left out, naming why
+    assert built == [([e for e in ours if e != "fig7-geo-latency"], tmp_path / "kit.tar.xz")]
+    assert list(made["left_out"]) == ["fig7-geo-latency"] and "fixed delays" in made["left_out"]["fig7-geo-latency"]
+    assert any(line.startswith("kit: left out fig7-geo-latency") for line in lines)
+    # one named that cannot go fails, naming why (here: the real build_kit's refusal)
+    monkeypatch.undo()
+    with pytest.raises(HarnessError, match="fixed delays"):
         kit.build_kits("bftsmart-orderer", ["fig7-geo-latency"], tmp_path / "kit.tar.xz", log=lines.append)
 
 
