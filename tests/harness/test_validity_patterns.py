@@ -233,6 +233,16 @@ POSITIVE = {
         "only 480 of 500 transfers committed within 120 s",
     ],
     ("fujitsu-api", "go_panic"): ["panic: [ExecuteTransactions]Chain default not found"],
+    # --- fabric-x (fabric-x-committer v1.0.4; our configs' log format, systems/fabric-x/validity.yaml) ---
+    ("fabric-x", "go_panic"): [
+        "panic: runtime error: invalid memory address or nil pointer dereference",
+        "2026-12-07 21:40:06.907 UTC [coordinator] Run -> FATA failed to start the dependency graph",
+    ],
+    # PostgreSQL 15 (src/backend/utils/error/elog.c, log_line_prefix '%m [%p] ')
+    ("fabric-x", "postgres_fatal"): [
+        '2026-12-07 21:38:38.625 UTC [22585] FATAL:  role "root" does not exist',
+        "2026-12-07 21:40:06.907 UTC [25877] PANIC:  could not write to file \"pg_wal/xlogtemp.25877\": No space left on device",
+    ],
     # --- bftsmart-orderer (fabric-orderingservice release-1.2; logback pattern of config/logback.xml) ---
     # src/bft/BFTNode.java:603, :482
     ("bftsmart-orderer", "node_envelope_error"): [
@@ -330,6 +340,16 @@ HEALTHY = {
         "2026-11-24 10:00:00.000 [main] INFO  bft.BFTNode - Orderer transaction envelope for system channel is valid, "
         "generating genesis with readset and writeset for channel channel47",
         f"{F12} [orderer/common/broadcast] Handle -> DEBU 0f1 [channel: channel47] Broadcast has successfully enqueued message of type ENDORSER_TRANSACTION from 10.0.0.3:51234",
+    ],
+    "fabric-x": [
+        # loadgen/adapters/sidecar_receiver.go:121
+        "2026-12-07 21:32:43.017 UTC [load-gen-adapters] mapToStatusBatch -> INFO Received block #97 with 100 TXs and 100 statuses [COMMITTED x 100]",
+        # service/coordinator (a healthy start)
+        "2026-12-07 21:32:31.557 UTC [coordinator] BlockProcessing -> INFO Start validate and commit stream",
+        # PostgreSQL 15 at start
+        "2026-12-07 21:32:20.609 UTC [9162] LOG:  database system is ready to accept connections",
+        # loadgen at its limit (its normal end, files/run.sh)
+        "Error: workload done: receiver done: context canceled",
     ],
 }
 
