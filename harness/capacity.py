@@ -145,3 +145,23 @@ def claim_reason(points: list[dict], host_cores: int | None, paper: str | None, 
     reasons = "; ".join(f"{s['point']}: {_why(s)}" for s in hit)
     return (f"not comparable on {where} cores: {len(hit)} of {len(points)} points could not be carried by this "
             f"machine ({reasons}); judge it on a bigger host: {judge_command(paper, experiment)}")
+
+
+def run_note(run_path: Path, paper: str | None, experiment: str | None) -> str | None:
+    """What a finished run's console line adds where some of its points were more than this machine could carry
+    (their ``summary.json``): how many, on how many cores, and the command that would judge them; None if none."""
+    summaries = []
+    for path in sorted(Path(run_path).glob("points/*/summary.json")):
+        try:
+            summaries.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    hit = [s for s in summaries if limited(s)]
+    if not hit:
+        return None
+    cores = "/".join(str(c) for c in sorted({c for c in (point_cores(s) for s in hit) if c})) or "these"
+    limits = sorted({n for s in hit for n in ((s.get("validity") or {}).get("capacity") or {}).get("limits") or
+                     ["load_generator_lag"]})
+    return (f"{len(hit)} of {len(summaries)} points were more than this machine could carry ({', '.join(limits)}): "
+            f"the claims on them read \"not comparable on {cores} cores\"; judge them on a bigger host: "
+            f"{judge_command(paper, experiment)}")

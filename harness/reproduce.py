@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, preflight, topology, user_refs, validity
+from . import REPO_ROOT, SCHEMA_VERSION, capacity, preflight, topology, user_refs, validity
 from .analyze import analyze_run
 from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
@@ -509,6 +509,9 @@ def _execute(experiment_id: str, plan: Plan, run: Run, provider, choice: Choice,
         progress.message(f"{experiment_id} failed: {e}")
     progress.message(f"{experiment_id}: run {run.metadata['status']}"
                      + (f" ({run.metadata['reason']})" if run.metadata.get("reason") else ""))
+    limited = capacity.run_note(run.path, paper_id, experiment_id)  # a known limit of the cores: said, not failed
+    if limited:
+        progress.message(f"{experiment_id}: {limited}")
 
 
 def variant_switches(plan: Plan) -> dict:

@@ -122,3 +122,18 @@ def test_a_lagging_load_generator_is_a_capacity_limit_too(point_with):
     assert s["status"] == "complete" and not s["valid"] and s["invalid_kind"] == capacity.CAPACITY
     assert "load generator lagged" in s["invalid_reason"]
     json.dumps(s)
+
+
+def test_a_finished_run_says_what_the_machine_could_not_carry(tmp_path):
+    for name, limited in (("a", True), ("b", False)):
+        (tmp_path / "points" / name).mkdir(parents=True)
+        s = {**_summary(name, {}, limited), **({"validity": {"capacity": {"limits": ["delivery_lags_ordering"]}}}
+                                               if limited else {})}
+        (tmp_path / "points" / name / "summary.json").write_text(json.dumps(s))
+    note = capacity.run_note(tmp_path, "bftsmart-orderer", "fig6-lan-throughput")
+    assert note.startswith("1 of 2 points were more than this machine could carry (delivery_lags_ordering): "
+                           "the claims on them read \"not comparable on 2 cores\"")
+    assert note.endswith("invoke kit --paper bftsmart-orderer --experiment fig6-lan-throughput, then ./kit/run on a "
+                         "host with more cores and invoke ingest its run.tar.gz here")
+    (tmp_path / "points" / "a" / "summary.json").write_text(json.dumps(_summary("a", {}, False)))
+    assert capacity.run_note(tmp_path, "p", "e") is None
