@@ -431,14 +431,14 @@ def regress(c, system=None, experiment=None, commits=None, tags=None, variant=No
 })
 def lab(c, number=None, check=False, plot=False, write=False):
     """A teaching lab's expected outcomes (labs/expectations.yaml); --check reads your stored runs against them."""
-    from harness import labs
+    from harness import lab_pages, labs
     if number is None:
         raise Exit("error: give the lab's number, e.g. invoke lab 1 --check (labs/README.md lists them)", code=1)
     number = _number("number", number)
-    _guard(labs.lab_of, number)
+    _guard(lab_pages.lab_of, number)
     if write:
-        changed = _guard(labs.write_page, number)
-        print(f"{'rewrote' if changed else 'unchanged:'} {labs.page(number)}")
+        changed = _guard(lab_pages.write_page, number)
+        print(f"{'rewrote' if changed else 'unchanged:'} {lab_pages.page(number)}")
     if plot:
         print(f"plot: {_guard(labs.plot, number)}")
     if check:

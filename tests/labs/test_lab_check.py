@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness import SCHEMA_VERSION, labs
+from harness import SCHEMA_VERSION, lab_pages, labs
 from harness.analyze import compute_all
 from harness.collect import load_measured
 from harness.rundir import write_json, write_yaml
@@ -34,13 +34,13 @@ PHASES = ("vscc", "mvcc", "block_commit", "state_commit", "history_commit")
 # ------------------------------------------------------------------------------------ the data and the pages
 
 def test_every_lab_page_has_its_expectations_and_quotes_them_as_the_data_says():
-    data = labs.load()
+    data = lab_pages.load()
     pages = sorted((REPO / "labs").glob("[0-9][0-9]-*.md"))
     assert sorted(data) == [int(p.name[:2]) for p in pages], "one entry in labs/expectations.yaml per lab page"
     for n in data:
-        text = labs.page(n).read_text(encoding="utf-8")
-        assert labs.page_block(text, n) == labs.render(n), (
-            f"{labs.page(n).name}: its expected outcomes differ from labs/expectations.yaml; "
+        text = lab_pages.page(n).read_text(encoding="utf-8")
+        assert lab_pages.page_block(text, n) == lab_pages.render(n), (
+            f"{lab_pages.page(n).name}: its expected outcomes differ from labs/expectations.yaml; "
             f"run `invoke lab {n} --write`")
         assert len(data[n]["expectations"]) >= 3, f"lab {n}: an expectation per question"
 
@@ -50,9 +50,9 @@ def test_a_page_that_drifted_from_the_data_is_caught(tmp_path):
     shutil.copytree(REPO / "labs", labs_dir)
     page = next(labs_dir.glob("01-*.md"))
     page.write_text(page.read_text().replace("in [0.45, 0.85]", "in [0.3, 0.85]"))
-    assert labs.page_block(page.read_text(), 1) != labs.render(1)
-    assert labs.write_page(1, labs_dir) is True
-    assert labs.page_block(page.read_text(), 1) == labs.render(1)
+    assert lab_pages.page_block(page.read_text(), 1) != lab_pages.render(1)
+    assert lab_pages.write_page(1, labs_dir) is True
+    assert lab_pages.page_block(page.read_text(), 1) == lab_pages.render(1)
 
 
 def _option(words: list[str], name: str):
@@ -61,7 +61,7 @@ def _option(words: list[str], name: str):
 
 def test_each_expectation_s_command_makes_the_run_it_is_checked_on():
     """The command a student is told to run names the experiment and build its check reads."""
-    for n, lab in labs.load().items():
+    for n, lab in lab_pages.load().items():
         for e in lab["expectations"]:
             check = e["check"]
             commands = [shlex.split(c) for c in e["run"].split("&&")]
@@ -89,7 +89,7 @@ def test_lab03_lists_every_verdict_the_tool_gives():
     from harness import stats
     from harness.judge import VERDICTS
     from harness.questions import ANSWERS
-    text = labs.page(3).read_text(encoding="utf-8")
+    text = lab_pages.page(3).read_text(encoding="utf-8")
     assert set(VERDICTS) == {stats.REPRODUCED, stats.NOT_REPRODUCED, stats.INCONCLUSIVE, "not comparable"}
     for word in [*VERDICTS, *ANSWERS.values()]:
         assert f"*{word}*" in text, f"lab 03 does not name the verdict or answer {word!r}"
