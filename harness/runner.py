@@ -73,6 +73,8 @@ VARIABLES = {"cpus": ["process_cpus"]}  # every component the process role start
 WORKLOAD_VARIABLES = {
     "transactions": ["loadgen_transactions"],
     "block_size": ["crypto_batch_size", "committerbench_block_size"],
+    "batch_timeout_ms": ["crypto_batch_timeout_ms"],
+    "point_timeout_s": ["committerbench_timeout_s", "loadgen_timeout_s", "blockwatch_timeout_s"],
     "blocks": ["committerbench_blocks"],
     # the load generator forges the endorsement of the first share of its transfers (docs/validity.md)
     "corrupt_endorsement_transactions": ["loadgen_forge_endorsement"],
@@ -131,8 +133,8 @@ def workload_variables(point: Point, counts: dict) -> dict:
     (tests/harness/test_config_owners.py). ``counts``: ``derived_counts`` of its parameters.
     """
     transactions = int(_param(point, "transactions"))
-    _param(point, "block_size")  # a workload's points have one (its blocks); an error naming the point where not
-    timeout = int(_param(point, "point_timeout_s"))
+    for name in ("block_size", "batch_timeout_ms", "point_timeout_s"):  # the table's: an error naming the point
+        _param(point, name)                                             # where one is not set
     payload = int(_param(point, "payload_bytes"))
     seed = int(_param(point, "seed"))
     # Setup creates two fresh accounts per transfer (conflict-free) after the
@@ -141,12 +143,11 @@ def workload_variables(point: Point, counts: dict) -> dict:
     # stopped as soon as every transfer has arrived (playbooks/roles/blockwatch/tasks/wait.yml).
     accounts = 2 * transactions
     return {**systems.apply_table(WORKLOAD_VARIABLES, {**counts, **point.parameters}),
-            "crypto_batch_timeout_ms": int(_param(point, "batch_timeout_ms")),
-            "committerbench_payload_bytes": payload, "committerbench_timeout_s": timeout,
+            "committerbench_payload_bytes": payload,
             "loadgen_accounts": accounts, "loadgen_rate_tps": _param(point, "rate_tps"),
             "loadgen_payload_bytes": payload, "loadgen_seed": seed,
-            "loadgen_streams": int(_param(point, "loadgen_streams")), "loadgen_timeout_s": timeout,
-            "blockwatch_stop_after": 1 + accounts + transactions, "blockwatch_timeout_s": timeout,
+            "loadgen_streams": int(_param(point, "loadgen_streams")),
+            "blockwatch_stop_after": 1 + accounts + transactions,
             # Mutation tests (docs/validity.md): the pre-made-block drivers corrupt these shares of the transfers.
             **{f"committerbench_{name}": float(point.parameters[name]) for name in MUTATIONS
                if name in point.parameters}}

@@ -228,7 +228,8 @@ def _variables(name: str, systems_dir: Path) -> dict[str, tuple[str, ...]]:
 
 
 def apply_table(table: dict[str, list[str]], values: dict) -> dict:
-    """The role variables a table (parameter -> role variables) sets from ``values``: each an integer."""
+    """The role variables a table (parameter -> role variables) sets from ``values``: each an integer (a number's
+    whole part: the roles take whole seconds, milliseconds, counts)."""
     return {var: int(values[name]) for name, role_variables_ in table.items() if name in values
             for var in role_variables_}
 

@@ -1,19 +1,12 @@
-"""The BFT-SMaRt ordering service's hooks (harness/systems.py): its roles' variables, the tables
-parsed from its programs' logs and their metrics, and the report's Eq. 1 and Fig. 7 parts."""
+"""The BFT-SMaRt ordering service's hooks (harness/systems.py): the tables parsed from its programs' logs
+and their metrics, and the report's Eq. 1 and Fig. 7 parts (its roles' variables: its table, system.yaml)."""
 
 from harness.plugin_api import IndependentCheck, Metric, SystemPlugin, Table, percentile
 
 from . import ant_build, evidence, logs, microbench, model
 
-#: The roles' durations: the parameter duration_s is a number (s), the roles take whole seconds; every other
-#: parameter reaches the roles through the system's table (system.yaml variables).
-DURATIONS = ["bftsmart_workload_duration_s", "bftsmart_sigbench_duration_s", "bftsmart_geo_duration_s"]
-
 
 class Plugin(SystemPlugin):
-    def role_variables(self, parameters: dict) -> dict:
-        return {var: int(parameters["duration_s"]) for var in DURATIONS} if "duration_s" in parameters else {}
-
     def tables(self) -> list[Table]:
         return [Table(name, parse=parse) for name, parse in logs.TABLES.items()]
 

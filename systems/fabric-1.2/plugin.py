@@ -16,18 +16,14 @@ class Plugin(SystemPlugin):
         # Fabric 1.2's peer benchmark (role fabric_peerbench, patches 0003-0005; FastFabric's fastfabric_peerbench
         # takes the same, its plugin): its VSCC goroutines, the shares of the transfers to corrupt (mutation
         # tests), the work check's negative control (docs/validity.md: fabric-1.2 patch 0005 and fastfabric 0008
-        # skip every signature verification) and its time limit. Its blocks and block size, the orderer's block
-        # size and the load generator's mutation counts come from the system's table (system.yaml variables).
+        # skip every signature verification). Its blocks, block size and time limit, the orderer's block cutting
+        # and the load generator's mutation counts come from the system's table (system.yaml variables).
         peerbench = {"tx_threads": parameters.get("vscc_threads", ""),
                      "control_skip_signature_checks": bool(parameters.get("control_skip_signature_checks", False)),
                      **{flag: float(parameters[f"{flag}_fraction"]) for flag in
-                        ("corrupt_creator", "corrupt_endorsement", "stale_read") if f"{flag}_fraction" in parameters},
-                     **({"timeout_s": int(parameters["point_timeout_s"])} if "point_timeout_s" in parameters else {})}
+                        ("corrupt_creator", "corrupt_endorsement", "stale_read") if f"{flag}_fraction" in parameters}}
         return {**super().role_variables(parameters),
                 "fabric_crypto_orderer_type": parameters.get("orderer_type", "solo"),
-                # Block cutting of Fabric's orderer (the genesis block's BatchTimeout; its size: the table).
-                **({"fabric_crypto_batch_timeout_ms": int(parameters["batch_timeout_ms"])}
-                   if "batch_timeout_ms" in parameters else {}),
                 # VSCC goroutines per block (validation-opt's sweep); "" is Fabric's default, the CPU count.
                 "fabric_peer_validator_pool_size": parameters.get("vscc_threads", ""),
                 **{f"fabric_peerbench_{name}": value for name, value in peerbench.items()}}

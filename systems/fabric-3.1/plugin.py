@@ -17,8 +17,8 @@ class Plugin(SystemPlugin):
         return {"etcdraft": "Raft", "BFT": "SmartBFT"}.get(str(parameters.get("ordering", "etcdraft")))
 
     def role_variables(self, parameters: dict) -> dict:
-        # The network's ordering and batch timeout (fabric3_network); its block size and the load generator's
-        # mutation counts come from the system's table (system.yaml variables).
+        # The network's ordering (fabric3_network); its block cutting and the load generator's mutation counts
+        # come from the system's table (system.yaml variables).
         return {**super().role_variables(parameters),
                 **({"fabric3_network_consensus": parameters["ordering"]} if "ordering" in parameters else {}),
                 # the peer's state database (goleveldb, or CouchDB under the driver end-to-end-couchdb)
@@ -28,8 +28,6 @@ class Plugin(SystemPlugin):
                 **({"fabric3_chaincode_api": str(parameters["chaincode_api"])} if "chaincode_api" in parameters else {}),
                 # ordering-bench: the envelopes' data bytes (Fig. 6's envelope size) for the load generator's envelopes
                 **({"loadgen_payload_bytes": int(parameters["envelope_bytes"])} if "envelope_bytes" in parameters else {}),
-                **({"fabric3_network_batch_timeout_ms": int(parameters["batch_timeout_ms"])}
-                   if "batch_timeout_ms" in parameters else {}),
                 # Caliper's round after the measured transfers (roles/fabric3_caliper; README "Caliper beside our numbers")
                 **({"fabric3_caliper_transactions": int(parameters["caliper_transactions"]),
                     "fabric3_caliper_accounts": 2 * int(parameters.get("transactions", 0)),

@@ -17,12 +17,11 @@ class Plugin(SystemPlugin):  # over fabric-1.2's (system.yaml extends)
         if "payload_kb" in parameters:
             out["fastfabric_broadcast_payload_bytes"] = int(float(parameters["payload_kb"]) * 1024)
         # The published peer benchmark takes the settings of Fabric 1.2's (fabric_peerbench_*, its plugin),
-        # but its own go-routine counts (above); its blocks and block size, the orderer's block size, the
-        # clients' transfers and the deliver client's CPUs come from the system's table (system.yaml variables).
+        # but its own go-routine counts (above); its blocks, block size and time limit, the orderer's block size,
+        # the clients' transfers and time limit and the deliver client's CPUs come from the system's table
+        # (system.yaml variables).
         out.update({"fast" + name: value for name, value in out.items() if name.startswith("fabric_peerbench_")
                     and name != "fabric_peerbench_tx_threads"})
-        if "point_timeout_s" in parameters:
-            out["fastfabric_broadcast_timeout_s"] = int(parameters["point_timeout_s"])
         # Table I's streams: those Fabric 1.2's column gives our load generator (fastfabric-end-to-end.yml).
         if "loadgen_streams" in parameters:
             out["fastfabric_broadcast_point_streams"] = int(parameters["loadgen_streams"])

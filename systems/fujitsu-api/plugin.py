@@ -12,8 +12,6 @@ class Plugin(SystemPlugin):
                "fujitsu_api_client_processes": int(parameters.get("concurrent_processes", 1)),
                "fujitsu_api_client_rate_per_process": parameters.get("process_rate_tps", 0),
                "fujitsu_api_cc_timing": bool(parameters.get("chaincode_timing", False))}
-        if "point_timeout_s" in parameters:
-            out["fujitsu_api_client_timeout_s"] = int(parameters["point_timeout_s"])
         return out
 
     def tables(self) -> list[Table]:

@@ -2,10 +2,11 @@
 
 * Where a parameter is declared. ``harness/parameters.yaml`` holds a parameter only if the core reads it (a
   string constant of harness/*.py where a value is read: an index, a call's argument, a comparison, an
-  assigned constant; or a scale's size in papers/schema.json) or systems that do not extend one another use it.
+  assigned constant; a scale's size in papers/schema.json; a key of its role-variable tables) or systems that do not extend one another use it.
   A parameter of one system is declared in ``systems/<system>/parameters.yaml`` of the lowest system that every
   system using it is or extends: the base where a system and one extending it use it. A system *uses* a
-  parameter its code names (a string constant of its non-test Python: its plugin reads it), else one its
+  parameter its code names (a string constant of its non-test Python: its plugin reads it) or its table
+  (``variables`` in its system.yaml) maps, else one its
   experiments set (a variant of that system in an experiment of papers/*.yaml that sets it: the variant's own
   parameters, or the experiment's fixed, sweep, workload, scales, reference_build, panels). The core defaults (harness/defaults.yaml) only the core's.
 * Block size is one parameter, ``block_size``: every role variable of a block size (``*_block_size``,
@@ -13,7 +14,7 @@
   system's table, and has no default (every point has a block size, harness/defaults.yaml).
 * One table per system (issue 47): a parameter reaches a role variable through the core's table
   (harness/runner.py) or its system's (``variables`` in system.yaml), each variable from one place: no table
-  names a variable twice, no plugin hook sets one a table sets, a table's keys are integer parameters or the
+  names a variable twice, no plugin hook sets one a table sets, a table's keys are numeric parameters or the
   counts the core derives (``runner.DERIVED``), its values variables of a role, and no role defaults a variable
   that a table sets from a parameter every point has (harness/defaults.yaml).
 * A system's roles read only their own variables (and ``fabricrepro_*``, Ansible's, the hosts'): no variable
@@ -71,9 +72,11 @@ def _constants(paths) -> set[str]:
             if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
 
-#: What the core reads: its code's read constants and the sizes of a scale (transactions, duration_s, repetitions).
+#: What the core reads: its code's read constants, the sizes of a scale (transactions, duration_s, repetitions) and
+#: the parameters of its role-variable tables (harness/runner.py).
 CORE_READS = (_read_constants(sorted((REPO_ROOT / "harness").rglob("*.py")))
-              | set(json.loads((REPO_ROOT / "papers" / "schema.json").read_text())["$defs"]["scale"]["properties"]))
+              | set(json.loads((REPO_ROOT / "papers" / "schema.json").read_text())["$defs"]["scale"]["properties"])
+              | set(runner.VARIABLES) | set(runner.WORKLOAD_VARIABLES))
 
 
 def _extends() -> dict[str, str | None]:
@@ -126,12 +129,13 @@ def setters() -> dict[str, set[str]]:
 
 
 def readers() -> dict[str, set[str]]:
-    """Parameter -> the systems whose code (non-test Python) names it."""
+    """Parameter -> the systems whose code (non-test Python) or own table (system.yaml ``variables``) names it."""
     declared = set(declarations())
     out: dict[str, set[str]] = {}
     for system in EXTENDS:
         code = [p for p in sorted((SYSTEMS / system).rglob("*.py")) if "tests" not in p.relative_to(SYSTEMS).parts]
-        for name in _constants(code) & declared:
+        table = set((yaml.safe_load((SYSTEMS / system / "system.yaml").read_text()) or {}).get("variables") or {})
+        for name in (_constants(code) | table) & declared:
             out.setdefault(name, set()).add(system)
     return out
 
@@ -237,12 +241,13 @@ def test_a_table_maps_integer_parameters_and_derived_counts_to_role_variables(ow
     declared = declarations()
     known = all_role_variables()
     for name, variables in table.items():
-        assert name in runner.DERIVED or (declared.get(name) or {}).get("type") == "integer", \
-            f"{owner}: {name} is neither an integer parameter nor a count the core derives ({runner.DERIVED})"
+        assert name in runner.DERIVED or (declared.get(name) or {}).get("type") in ("integer", "number"), \
+            f"{owner}: {name} is neither a numeric parameter nor a count the core derives ({runner.DERIVED})"
         assert not sorted(set(variables) - known), f"{owner}: {name} sets variables no role has"
         for var in variables:
             role = next(r for r in sorted(known_roles()) if var.startswith(r + "_"))
-            assert var not in role_defaults(role) or name not in harness_defaults(), (
+            # (the core's workload table reaches only points with transactions: its roles keep their defaults)
+            assert var not in role_defaults(role) or name not in harness_defaults() or owner == "core workload", (
                 f"{owner}: {var} has a default in role {role}, which every point's {name} overrides")
 
 

@@ -101,6 +101,7 @@ def geo_config(tmp_path):
     def run(protocol: str) -> dict:
         ctl = tmp_path / protocol
         extra = {"fabricrepro_upstream_dir": str(tmp_path), "bftsmart_geo_service_dir": str(tmp_path / "svc"),
+                 "bftsmart_geo_block_size": 100,  # Fig. 7's, a point's block_size (the role has no default)
                  "fabricrepro_controller_dir": str(ctl), "fabricrepro_point_path": protocol,
                  "fabricrepro_switches": {"protocol": protocol, "generation": "zeromq"}}
         r = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(playbook_path("bftsmart-geo.yml")),
