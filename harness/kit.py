@@ -52,7 +52,7 @@ from .runner import analyze_point
 from .upstream_source import sha256_file
 from .kit_parts import (  # noqa: F401 (re-exported: harness.kit is the kit's one entry point)
     KIT_FORMAT, RUN_FORMAT, KIT_BUILD, KIT_PLANS, PLAN_FORMAT, MAX_BYTES, TARGET_TOOLS, OLDEST_PYTHON,
-    OLDER_ANSIBLE, WHEEL_PACKAGES, STATIC_GO, elf_linking, tool_refusals, upstream_files, _uses_upstream,
+    OLDER_ANSIBLE, WHEEL_PACKAGES, STATIC_GO, elf_linking, tool_refusals, upstream_files, uses_upstream,
     target_python, wheel_requirements, wheelhouse, static_commands, stripped, harness_modules, repo_files)
 
 
@@ -179,7 +179,7 @@ def _carried(choice, commands: list[str], bin_dir: Path) -> tuple[dict[str, Path
                 raise HarnessError(f"kit: role {role} needs {rel} on the controller, which is not here to carry (a "
                                    "local run of the experiment fetches it)")
             carried[rel.rstrip("/")] = REPO_ROOT / rel
-        if not _uses_upstream(role) or not builds:
+        if not uses_upstream(role) or not builds:
             continue
         files = upstream_files(role)
         if files is None:

@@ -126,7 +126,7 @@ def repo_files(role: str) -> list[str]:
     return out
 
 
-def _uses_upstream(role: str) -> bool:
+def uses_upstream(role: str) -> bool:
     return any("fabricrepro_upstream_dir" in str(v) or "fabricrepro_companion_dirs" in str(v)
                for v in role_defaults(role).values())
 
