@@ -7,6 +7,9 @@ from . import store
 
 
 class Plugin(SystemPlugin):
+    def role_variables(self, parameters: dict) -> dict:
+        return {"fabric_x_loadgen_invalid_signatures": float(parameters.get(store.INVALID_SIGNATURES, 0) or 0)}
+
     def tables(self) -> list[Table]:
         return [Table("store_samples", ("t_ns", "committed", "total")),
                 Table("loadgen_run", ("start_ns", "end_ns", "transactions", "exit_status"))]

@@ -8,6 +8,8 @@ every transaction's block, index, ID and code (COMMITTED written as VALID).
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from pathlib import Path
 
@@ -16,23 +18,34 @@ import pandas as pd
 from harness.plugin_api import NS_PER_S
 
 
+#: the point parameter (parameters.yaml): the share of transactions the load generator signs wrongly on purpose
+INVALID_SIGNATURES = "fabric_x_invalid_signature_fraction"
+
+
+def invalid_signature_fraction(point_dir: Path) -> float:
+    """The share of wrongly signed transactions the point asked for (point.json's parameters; 0 without)."""
+    path = Path(point_dir) / "point.json"
+    parameters = json.loads(path.read_text()).get("parameters", {}) if path.is_file() else {}
+    return float(parameters.get(INVALID_SIGNATURES, 0) or 0)
+
+
 def measured_window(samples: pd.DataFrame, transactions: int) -> tuple[int, int, int, int]:
     """(t_start_ns, t_end_ns, committed_start, committed_end) of the load in the store's samples: from the
-    last sample at which none of the load's ``transactions`` was committed yet (the committed count at most
-    the final count less ``transactions``) to the first sample holding the final count. Raises ValueError
-    when the samples do not show the load start and end."""
+    last sample at which none of the load's ``transactions`` had a status yet (the count of every status at
+    most the final count less ``transactions``) to the first sample holding the final count. Raises
+    ValueError when the samples do not show the load start and end."""
     s = samples.sort_values("t_ns")
     if not len(s):
         raise ValueError("no sample of the store")
-    final = int(s["committed"].max())
-    before = s[s["committed"] <= final - transactions]
+    final = int(s["total"].max())
+    before = s[s["total"] <= final - transactions]
     if not len(before):
-        raise ValueError(f"no sample before the load's first commit (first sample: {int(s['committed'].iloc[0])} "
-                         f"committed, final {final}, load {transactions})")
+        raise ValueError(f"no sample before the load's first status (first sample: {int(s['total'].iloc[0])} "
+                         f"transactions, final {final}, load {transactions})")
     start = before.iloc[-1]
-    done = s[(s["committed"] == final) & (s["t_ns"] > start["t_ns"])]
+    done = s[(s["total"] == final) & (s["t_ns"] > start["t_ns"])]
     if not len(done):
-        raise ValueError("no sample after the load's first commit holds the final count")
+        raise ValueError("no sample after the load's first status holds the final count")
     end = done.iloc[0]
     return int(start["t_ns"]), int(end["t_ns"]), int(start["committed"]), int(end["committed"])
 
@@ -115,12 +128,28 @@ def check(point_dir: Path, tables: dict) -> tuple[dict, list[str]]:
     if not 0 <= setup <= 2:
         problems.append(f"the store holds {total} transactions, the load generator was asked for {asked} "
                         f"(set-up transactions: {setup}, expected 1 or 2)")
+    # The load's codes: every one COMMITTED when no wrong signature was asked for; else the wrongly signed share
+    # ABORTED_SIGNATURE_INVALID within 5 standard deviations of the asked share (the generator draws each).
+    fraction = invalid_signature_fraction(point_dir)
+    aborted = int((codes["validation_code"] == "ABORTED_SIGNATURE_INVALID").sum())
+    others = total - valid - aborted
+    if others:
+        problems.append(f"{others} transaction(s) of the store neither COMMITTED nor ABORTED_SIGNATURE_INVALID")
+    expected = fraction * asked
+    spread = 5 * math.sqrt(asked * fraction * (1 - fraction))
+    if fraction == 0 and aborted:
+        problems.append(f"{aborted} transaction(s) ABORTED_SIGNATURE_INVALID, but no wrong signature was asked for")
+    if fraction > 0 and (aborted == 0 or abs(aborted - expected) > spread):
+        problems.append(f"{aborted} transaction(s) ABORTED_SIGNATURE_INVALID where about {expected:.0f} were signed "
+                        f"wrongly ({fraction:g} of {asked}): the verifier did not reject what it must")
     samples = tables.get("store_samples")
     if samples is None or not len(samples):
         problems.append("no sample of the store during the load (store_samples)")
-    elif int(samples["committed"].max()) != valid:
-        problems.append(f"the store's last sample counts {int(samples['committed'].max())} committed, its dump {valid}")
-    section = {"store_transactions": total, "store_committed": valid, "loadgen_asked": asked,
+    elif (int(samples["committed"].max()), int(samples["total"].max())) != (valid, total):
+        problems.append(f"the store's last sample counts {int(samples['committed'].max())} committed of "
+                        f"{int(samples['total'].max())}, its dump {valid} of {total}")
+    section = {"store_transactions": total, "store_committed": valid, "store_signature_invalid": aborted,
+               "invalid_signature_fraction": fraction, "loadgen_asked": asked,
                "setup_transactions": setup, "sidecar_blocks": int(len(got)),
                "sidecar_committed": int(got["committed"].sum()), "store_blocks": int(len(store))}
     return section, problems

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from fabricrepro_systems.fabric_x import store
@@ -14,10 +16,10 @@ def samples(rows):
 
 
 def test_window_runs_from_the_last_sample_before_the_load_to_the_first_with_every_commit():
-    s = samples([(0, 1, 1), (S // 4, 2, 2), (S // 2, 2, 2), (S, 502, 502), (2 * S, 1002, 1002), (3 * S, 1002, 1002)])
-    assert store.measured_window(s, 1000) == (S // 2, 2 * S, 2, 1002)
+    s = samples([(0, 1, 1), (S // 4, 2, 2), (S // 2, 2, 2), (S, 452, 502), (2 * S, 902, 1002), (3 * S, 902, 1002)])
+    assert store.measured_window(s, 1000) == (S // 2, 2 * S, 2, 902)
     run = pd.DataFrame([{"start_ns": 0, "end_ns": 3 * S, "transactions": 1000, "exit_status": 1}])
-    assert store.committed_tps(s, run) == 1000 / 1.5
+    assert store.committed_tps(s, run) == 900 / 1.5
 
 
 def test_window_refuses_samples_that_miss_the_load_start():
@@ -37,8 +39,9 @@ LOG = """\
 """
 
 
-def point(tmp_path, log=LOG):
+def point(tmp_path, log=LOG, fraction=1 / 3):
     (tmp_path / "logs" / "h").mkdir(parents=True)
+    (tmp_path / "point.json").write_text(json.dumps({"parameters": {store.INVALID_SIGNATURES: fraction}}))
     (tmp_path / "logs" / "h" / "fabric_x_loadgen.log").write_text(log)
     codes = pd.DataFrame([(0, 0, "a", "VALID"), (1, 0, "b", "VALID"), (2, 0, "c", "VALID"), (2, 1, "d", "VALID"),
                           (2, 2, "e", "ABORTED_SIGNATURE_INVALID")],
@@ -55,6 +58,19 @@ def test_received_blocks_count_each_status_kind(tmp_path):
 def test_check_passes_when_store_sidecar_and_load_agree(tmp_path):
     section, problems = store.check(tmp_path, point(tmp_path))
     assert problems == [] and section["store_committed"] == 4 and section["setup_transactions"] == 2
+
+
+def test_check_fails_when_a_signature_was_rejected_that_no_one_spoiled(tmp_path):
+    _, problems = store.check(tmp_path, point(tmp_path, fraction=0))
+    assert any("no wrong signature was asked for" in p for p in problems), problems
+
+
+def test_check_fails_when_no_spoiled_signature_was_rejected(tmp_path):
+    tables = point(tmp_path, LOG.replace("[COMMITTED x 2, ABORTED_SIGNATURE_INVALID x 1]", "[COMMITTED x 3]"))
+    tables["block_txs"].loc[4, "validation_code"] = "VALID"
+    tables["store_samples"].loc[1, "committed"] = 5
+    _, problems = store.check(tmp_path, tables)
+    assert any("the verifier did not reject what it must" in p for p in problems), problems
 
 
 def test_check_fails_when_the_sidecar_saw_other_codes(tmp_path):
