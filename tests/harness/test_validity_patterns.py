@@ -384,7 +384,7 @@ def test_every_system_has_a_file():
 def test_format(path: Path):
     doc = load(path)
     assert doc.get("schema_version") == 1
-    assert set(doc) <= {"schema_version", "log_patterns", "before_stop", "work", "evidence"}, set(doc)
+    assert set(doc) <= {"schema_version", "log_patterns", "before_stop", "work", "evidence", "capacity_limits"}, set(doc)
     names = [p["name"] for p in doc["log_patterns"]]
     assert len(names) == len(set(names)), "duplicate pattern names"
     for p in doc["log_patterns"]:
@@ -407,6 +407,9 @@ def test_format(path: Path):
         assert {"verifies_per_tx", "why", "min_covered"} == set(w), set(w)
         assert isinstance(w["verifies_per_tx"], int) and w["verifies_per_tx"] > 0
         assert isinstance(w["min_covered"], (int, float)) and w["min_covered"] >= 1
+    for m in doc.get("capacity_limits") or []:  # harness/capacity.py: a problem that says the cores are too few
+        assert {"name", "regex", "meaning"} == set(m), set(m)
+        re.compile(m["regex"])
     for m in doc.get("before_stop") or []:
         assert {"name", "regex", "meaning"} <= set(m) <= {"name", "regex", "meaning", "components"}, set(m)
         assert all(role_dir(c) is not None for c in m.get("components", [])), m
