@@ -255,13 +255,11 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
               strict_topology: bool = False, ours: bool = False) -> list[Run]:
     """Reproduce a paper's experiments (or one) and render its report; returns the runs made.
 
-    With ``resume`` (a run directory) only that run's missing points are run,
-    with the configuration (and build kind) stored in it. ``provider`` is
-    ``auto`` (each experiment on local, or netns when its links need delays:
-    ``auto_provider``) or one of ``PROVIDERS`` for all. ``provider_options``
-    go to the provider (e.g. ``bin_dir``, ``work_root`` of the local
-    provider). ``build`` is ``auto`` (upstream where it can run, else the
-    reference build, saying why), ``upstream`` or ``reference``; ``source``
+    With ``resume`` (a run directory) only that run's missing points are run, with the configuration (and
+    build kind) stored in it. ``provider`` is ``auto`` (each experiment on local, or netns when its links need
+    delays: ``auto_provider``) or one of ``PROVIDERS`` for all. ``provider_options`` go to the provider (e.g.
+    ``bin_dir``, ``work_root`` of the local provider). ``build`` is ``auto`` (upstream where it can run, else
+    the reference build, saying why), ``upstream`` or ``reference``; ``source``
     where an upstream build's code comes from (``harness.upstream.SOURCES``);
     ``variants`` runs only those variants of the experiment; ``pins`` ({system: pin})
     builds those systems at other commits of their repositories (``upstream.at_pin``, ``invoke regress``).
