@@ -11,7 +11,9 @@
   as an attribute of a module it imported (``analyze._band``); tests, here as
   in ``tests/``, may reach into the module they test;
 * the core names no system: no identifier and no string in ``harness/`` is a
-  system's folder name or one of its short names.
+  system's folder name or one of its short names;
+* no harness module is over ``MAX_MODULE_LINES`` lines and no function of one over
+  ``MAX_FUNCTION_LINES`` (issue 47): past that a module or a function does more than one job.
 
 A system's modules are the package ``fabricrepro_systems.<name with _>`` rooted
 at its folder, ``plugin.py`` being the package itself (harness/systems.py), so
@@ -477,3 +479,41 @@ def test_the_check_sees_a_build_kind_a_package_and_a_parameter_in_the_core(tmp_p
     assert core_mentions(names, harness) == ["harness/upstream.py:2: 'toy-make' is a build kind of toy",
                                              "harness/upstream.py:3: 'libtoy-dev' is an OS package of toy",
                                              "harness/parameters.yaml: 'toy_depth' is a parameter of toy"]
+
+
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 600, 100
+
+
+def oversized(path: Path) -> list[str]:
+    """A module's lines over ``MAX_MODULE_LINES``, and each function (methods and nested ones too) over
+    ``MAX_FUNCTION_LINES``, its docstring counted."""
+    text = path.read_text(encoding="utf-8")
+    out = []
+    lines = len(text.splitlines())
+    if lines > MAX_MODULE_LINES:
+        out.append(f"{path}: {lines} lines (at most {MAX_MODULE_LINES})")
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            n = node.end_lineno - node.lineno + 1
+            if n > MAX_FUNCTION_LINES:
+                out.append(f"{path}:{node.lineno}: {node.name} is {n} lines (at most {MAX_FUNCTION_LINES})")
+    return out
+
+
+def test_no_harness_module_or_function_is_oversized():
+    found = [o for path in sorted(HARNESS.rglob("*.py")) for o in oversized(path)]
+    assert not found, "\n".join(found)
+
+
+def test_the_size_check_sees_a_long_module_and_a_long_function(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    long_function = tmp_path / "long_function.py"
+    long_function.write_text(f"def f():\n{body}\n", encoding="utf-8")
+    assert [o.split(": ", 1)[1] for o in oversized(long_function)] == [f"f is {MAX_FUNCTION_LINES + 1} lines "
+                                                                        f"(at most {MAX_FUNCTION_LINES})"]
+    long_module = tmp_path / "long_module.py"
+    long_module.write_text("\n".join(f"x{i} = {i}" for i in range(MAX_MODULE_LINES + 1)) + "\n", encoding="utf-8")
+    assert oversized(long_module) == [f"{long_module}: {MAX_MODULE_LINES + 1} lines (at most {MAX_MODULE_LINES})"]
+    fine = tmp_path / "fine.py"
+    fine.write_text("def g():\n    return 1\n", encoding="utf-8")
+    assert oversized(fine) == []
