@@ -18,7 +18,8 @@ EXPECTED = json.loads((GOLDEN / "expected.json").read_text())
 
 @pytest.fixture(scope="module")
 def tables():
-    return {t: read_csv(GOLDEN / f"{t}.csv", t) for t in ("blocks", "deliveries", "txs", "block_txs", "phases", "cc_messages")}
+    return {t: read_csv(GOLDEN / f"{t}.csv", t) for t in ("blocks", "deliveries", "txs", "block_txs", "phases", "cc_messages",
+                                                            "store_samples", "loadgen_run")}
 
 
 #: Metrics over the CSV tables (the core's and the systems'); those over tables parsed from programs' logs
