@@ -101,8 +101,9 @@ def _apt_install(packages: list[str], updated: bool) -> bool:
               "fails naming them; Debian 12 has them all)", flush=True)
     packages = [p for p in packages if p not in absent]
     if packages:
-        sh(sudo + ["apt-get", "install", "-y", "--no-install-recommends"] + packages,
-           env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        # through env, not the environment: sudo resets it, and a debconf prompt would wait on no terminal
+        sh(sudo + ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "--no-install-recommends"]
+           + packages)
     return True
 
 

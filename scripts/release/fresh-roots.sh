@@ -9,6 +9,9 @@
 # Ubuntu archive (needed for ubuntu2404; the archive key comes from it, checked against UBUNTU_KEYRING_SHA256).
 # ROOTS: where the roots go (default /var/tmp/fabricrepro-roots). TESTS=1: also the test command (~40 min and
 # more on 2 cores). KEEP=1: keep the checked root. Each root is built once (NAME.pristine), then copied fresh.
+# AS_USER=NAME: the set-up as a user who is not root but may sudo (a desktop install's first user: sudo
+# installed, the user in group sudo, no password asked), the clone in that user's home; the test command
+# stays root's (its network namespaces need root).
 #
 # What the roots have that a stock install does not: this machine's resolv.conf, the extra CA certificates
 # of /usr/local/share/ca-certificates (a TLS-intercepting egress proxy, where there is one), and a
@@ -86,9 +89,25 @@ pristine() {  # NAME: the stock root, built once
   touch "$dir/.complete"
 }
 
-in_root() {  # COMMAND: run in the clone inside the root, with a login's plain environment
-  nice -n "${NICENESS:-0}" chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -c "cd /root/fabricrepro && $1"
+USER_NAME=${AS_USER:-}
+HOME_DIR=/root
+[ -z "$USER_NAME" ] || HOME_DIR=/home/$USER_NAME
+CLONE=$HOME_DIR/fabricrepro
+
+in_root() {  # COMMAND [USER]: run in the clone inside the root, with a login's plain environment
+  local home=/root userspec=()
+  [ -z "${2:-}" ] || { home=$HOME_DIR; userspec=(--userspec="$2:$2" --groups=sudo); }
+  nice -n "${NICENESS:-0}" chroot "${userspec[@]}" "$root" /usr/bin/env -i HOME="$home" USER="${2:-root}" \
+    TERM=dumb LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    bash -c "cd $CLONE && $1"
+}
+
+as_user_root() {  # a desktop install's first user: may sudo without a password
+  chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive bash -c \
+    "apt-get update -q && apt-get install -y -q sudo" >&2
+  chroot "$root" useradd -m -s /bin/bash -G sudo "$USER_NAME"
+  echo "$USER_NAME ALL=(ALL) NOPASSWD:ALL" > "$root/etc/sudoers.d/$USER_NAME"
+  chmod 0440 "$root/etc/sudoers.d/$USER_NAME"
 }
 
 gib() { du -sxk "$@" 2>/dev/null | awk '{ s += $1 } END { printf "%.1f", s / 1048576 }'; }
@@ -112,16 +131,18 @@ check() {  # NAME
   # the root shares this machine's network: its tests' fixed loopback ports take this machine's network lock
   lock=${FABRICREPRO_NETWORK_LOCK:-/tmp/fabricrepro-network.lock}
   touch "$lock" "$root/tmp/fabricrepro-network.lock" && mount --bind "$lock" "$root/tmp/fabricrepro-network.lock"
-  git clone -q --no-hardlinks "$REPO" "$root/root/fabricrepro"
+  [ -z "$USER_NAME" ] || as_user_root
+  git clone -q --no-hardlinks "$REPO" "$root$CLONE"
+  [ -z "$USER_NAME" ] || chroot "$root" chown -R "$USER_NAME:$USER_NAME" "/home/$USER_NAME"
   local stock; stock=$(gib "$ROOTS/$name.pristine")
-  say "$name: $SETUP_CMD (log $log)"
+  say "$name: $SETUP_CMD${USER_NAME:+ as $USER_NAME, with sudo} (log $log)"
   t0=$(date +%s); rc=0
-  in_root "$SETUP_CMD" > "$log" 2>&1 || rc=$?
+  in_root "$SETUP_CMD" "$USER_NAME" > "$log" 2>&1 || rc=$?
   t1=$(date +%s)
   printf '%s: `%s` exit %s in %d min %02d s; disk %s GiB (stock root %s GiB; the clone %s, .venv %s, Go module and build caches %s, the rest: apt packages)\n' \
     "$name" "$SETUP_CMD" "$rc" $(((t1 - t0) / 60)) $(((t1 - t0) % 60)) "$(gib "$root")" "$stock" \
-    "$(gib "$root/root/fabricrepro" --exclude=.venv)" "$(gib "$root/root/fabricrepro/.venv")" \
-    "$(gib "$root/root/go" "$root/root/.cache/go-build")"
+    "$(gib "$root$CLONE" --exclude=.venv)" "$(gib "$root$CLONE/.venv")" \
+    "$(gib "$root$HOME_DIR/go" "$root$HOME_DIR/.cache/go-build")"
   if [ "$rc" = 0 ] && [ -n "${TESTS:-}" ]; then
     say "$name: $TEST_CMD (log $ROOTS/$name.test.log)"
     t0=$(date +%s); rc=0
