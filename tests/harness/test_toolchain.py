@@ -106,8 +106,10 @@ def test_setup_installs_the_cores_packages_before_the_requirements_and_the_syste
     monkeypatch.setattr(toolchain, "prerequisite_problems", lambda missing: [])  # test_setup_prerequisites.py
     monkeypatch.setattr(toolchain, "uninstallable", lambda policy, packages: [])
     toolchain.setup()
-    installs = [c for c in commands if c.startswith("apt-get")]
-    assert installs == ["apt-get update", "apt-get install -y --no-install-recommends curl",
-                        "apt-get install -y --no-install-recommends ant nodejs npm"]
+    installs = [c for c in commands if "apt-get" in c]
+    # the frontend through env: sudo's env_reset would drop it from the environment
+    assert installs == ["apt-get update",
+                        "env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends curl",
+                        "env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ant nodejs npm"]
     pip = next(i for i, c in enumerate(commands) if " pip install " in c)
     assert commands.index(installs[1]) < pip < commands.index(installs[2]) and commands[-1] == "build"
