@@ -24,14 +24,10 @@ type SignedData struct {
 
 // Policy is a compiled signature policy bound to a channel's MSP manager.
 type Policy struct {
-	env      *cb.SignaturePolicyEnvelope
-	mgr      *msp.Manager
-	roles    []*mspproto.MSPRole
+	env   *cb.SignaturePolicyEnvelope
+	mgr   *msp.Manager
+	roles []*mspproto.MSPRole
 }
-
-// ErrPolicyNotSatisfied is returned when the valid signatures do not satisfy
-// the policy.
-var ErrPolicyNotSatisfied = errors.New("signature set did not satisfy policy")
 
 // Compile prepares an envelope for evaluation against mgr's identities.
 func Compile(env *cb.SignaturePolicyEnvelope, mgr *msp.Manager) (*Policy, error) {
@@ -49,7 +45,7 @@ func Compile(env *cb.SignaturePolicyEnvelope, mgr *msp.Manager) (*Policy, error)
 		}
 		p.roles = append(p.roles, role)
 	}
-	if err := checkRule(env.Rule, len(p.roles)); err != nil {
+	if err := CheckRule(env.Rule, len(p.roles)); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -64,84 +60,67 @@ func Unmarshal(raw []byte, mgr *msp.Manager) (*Policy, error) {
 	return Compile(env, mgr)
 }
 
-func checkRule(r *cb.SignaturePolicy, nIdentities int) error {
-	switch t := r.Type.(type) {
-	case *cb.SignaturePolicy_SignedBy:
-		if int(t.SignedBy) < 0 || int(t.SignedBy) >= nIdentities {
-			return fmt.Errorf("signed_by %d out of range", t.SignedBy)
-		}
-	case *cb.SignaturePolicy_NOutOf_:
-		if t.NOutOf == nil {
-			return errors.New("empty n_out_of")
-		}
-		for _, sub := range t.NOutOf.Rules {
-			if err := checkRule(sub, nIdentities); err != nil {
-				return err
-			}
-		}
-	default:
-		return errors.New("signature policy rule has no type")
-	}
-	return nil
+// Evaluate verifies the signatures and checks that their signers satisfy
+// the policy, the signers deduplicated as Fabric 1.2 does (ValidIdentities).
+func (p *Policy) Evaluate(sigs []SignedData) error {
+	ids := ValidIdentities(sigs, p.mgr, true)
+	return Evaluate(p.env.Rule, len(p.roles), IdentitySigners(ids, func(i int, id *msp.Identity) bool {
+		return SatisfiesRole(id, p.roles[i])
+	}))
 }
 
-// Evaluate verifies each signature (skipping invalid ones and repeated
-// signers, as Fabric does) and checks that the remaining identities satisfy
-// the policy.
-func (p *Policy) Evaluate(sigs []SignedData) error {
+// ValidIdentities keeps the signers whose identity mgr deserializes and
+// whose signature verifies, each once (by MSP ID and certificate). Fabric
+// 2.x and 3.x (common/policies/policy.go:363-395
+// SignatureSetToValidIdentities) count a signer's first valid signature;
+// Fabric 1.2 (common/cauthdsl/cauthdsl.go:24-43 deduplicate) its first
+// signature, valid or not, so that a valid repeat cannot stand in for an
+// invalid first one: firstOnly asks for 1.2's.
+func ValidIdentities(sigs []SignedData, mgr *msp.Manager, firstOnly bool) []*msp.Identity {
 	ids := make([]*msp.Identity, 0, len(sigs))
 	seen := map[string]bool{}
 	for _, s := range sigs {
-		id, err := p.mgr.DeserializeIdentity(s.Identity)
+		id, err := mgr.DeserializeIdentity(s.Identity)
 		if err != nil {
 			continue
 		}
-		if seen[string(s.Identity)] {
+		key := id.MSPID + "\x00" + string(id.Cert.Raw)
+		if seen[key] {
 			continue
+		}
+		if firstOnly {
+			seen[key] = true
 		}
 		if id.Verify(s.Data, s.Signature) != nil {
 			continue
 		}
-		seen[string(s.Identity)] = true
+		seen[key] = true
 		ids = append(ids, id)
 	}
-	used := make([]bool, len(ids))
-	if !p.eval(p.env.Rule, ids, used) {
-		return ErrPolicyNotSatisfied
-	}
-	return nil
+	return ids
 }
 
-func (p *Policy) eval(r *cb.SignaturePolicy, ids []*msp.Identity, used []bool) bool {
-	switch t := r.Type.(type) {
-	case *cb.SignaturePolicy_SignedBy:
-		role := p.roles[t.SignedBy]
-		for i, id := range ids {
-			if !used[i] && satisfies(id, role) {
-				used[i] = true
-				return true
-			}
-		}
-		return false
-	case *cb.SignaturePolicy_NOutOf_:
-		// Work on a copy so a failed branch does not consume signers.
-		trial := append([]bool(nil), used...)
-		n := 0
-		for _, sub := range t.NOutOf.Rules {
-			if p.eval(sub, ids, trial) {
-				n++
-			}
-		}
-		if n >= int(t.NOutOf.N) {
-			copy(used, trial)
-			return true
-		}
-		return false
-	}
-	return false
+// IdentitySigners is Signers over verified identities: match says whether the identity
+// satisfies principal i of the envelope being evaluated.
+func IdentitySigners(ids []*msp.Identity, match func(principal int, id *msp.Identity) bool) Signers {
+	return identities{ids, match}
 }
 
-func satisfies(id *msp.Identity, role *mspproto.MSPRole) bool {
+type identities struct {
+	ids   []*msp.Identity
+	match func(int, *msp.Identity) bool
+}
+
+func (s identities) Len() int { return len(s.ids) }
+
+func (s identities) Satisfies(principal, signer int) bool { return s.match(principal, s.ids[signer]) }
+
+// SatisfiesRole is Fabric 1.2's check of a ROLE principal (msp/mspimpl.go:433-533
+// satisfiesPrincipalInternalPreV13): the MSP ID, and for peer and client the
+// NodeOU. ADMIN needs admin certificates, which our MSP does not carry;
+// admin and orderer NodeOUs came with Fabric 1.4.3, and the v2 rules
+// (internal/txverify) add them.
+func SatisfiesRole(id *msp.Identity, role *mspproto.MSPRole) bool {
 	if id.MSPID != role.MspIdentifier {
 		return false
 	}
@@ -153,7 +132,7 @@ func satisfies(id *msp.Identity, role *mspproto.MSPRole) bool {
 	case mspproto.MSPRole_CLIENT:
 		return id.HasOU(msp.OUClient)
 	}
-	return false // ADMIN needs admin certs, which the reference MSP does not carry
+	return false
 }
 
 // SignedByAnyMember returns "1 of" MEMBER of any of the MSPs (Fabric's

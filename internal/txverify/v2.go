@@ -100,6 +100,7 @@ import (
 	"fabricrepro/internal/blockfile"
 	fcrypto "fabricrepro/internal/crypto"
 	"fabricrepro/internal/msp"
+	"fabricrepro/internal/policy"
 	cb "fabricrepro/internal/protos/common"
 	"fabricrepro/internal/protos/ledger/rwset"
 	"fabricrepro/internal/protos/ledger/rwset/kvrwset"
@@ -213,30 +214,10 @@ func newV2Config(cfg *cb.Config, channel string, dirs *Membership) (*v2Config, e
 	return c, nil
 }
 
-// signed is one signature over data by identity (protoutil.SignedData).
-type signed struct{ identity, data, signature []byte }
-
 // validIdentities is common/policies/policy.go:363 SignatureSetToValidIdentities:
-// deserializable identities, first occurrence of each, whose signature verifies.
-func (c *v2Config) validIdentities(set []signed) []*msp.Identity {
-	seen := map[string]bool{}
-	var out []*msp.Identity
-	for _, s := range set {
-		id, err := c.mgr.DeserializeIdentity(s.identity)
-		if err != nil {
-			continue
-		}
-		key := id.MSPID + "\x00" + string(id.Cert.Raw)
-		if seen[key] {
-			continue
-		}
-		if id.Verify(s.data, s.signature) != nil {
-			continue
-		}
-		seen[key] = true
-		out = append(out, id)
-	}
-	return out
+// deserializable identities, first valid occurrence of each, whose signature verifies.
+func (c *v2Config) validIdentities(set []policy.SignedData) []*msp.Identity {
+	return policy.ValidIdentities(set, c.mgr, false)
 }
 
 // evalRef evaluates the channel configuration's policy at path.
@@ -313,46 +294,12 @@ func (c *v2Config) evalApplicationPolicy(raw []byte, ids []*msp.Identity) error 
 	return errors.New("empty application policy")
 }
 
-// evalSignaturePolicy is common/cauthdsl's evaluation: each principal
-// consumes one distinct identity, N-out-of gates over their rules.
+// evalSignaturePolicy is common/cauthdsl's evaluation (policy.Evaluate) of
+// env over identities that SignatureSetToValidIdentities has kept.
 func evalSignaturePolicy(env *cb.SignaturePolicyEnvelope, ids []*msp.Identity) error {
-	if env.Rule == nil {
-		return errors.New("signature policy without a rule")
-	}
-	used := make([]bool, len(ids))
-	if !evalRule(env.Rule, env.Identities, ids, used) {
-		return errors.New("signature set did not satisfy policy")
-	}
-	return nil
-}
-
-func evalRule(r *cb.SignaturePolicy, principals []*mspproto.MSPPrincipal, ids []*msp.Identity, used []bool) bool {
-	switch t := r.Type.(type) {
-	case *cb.SignaturePolicy_SignedBy:
-		if t.SignedBy < 0 || int(t.SignedBy) >= len(principals) {
-			return false
-		}
-		for i, id := range ids {
-			if !used[i] && satisfiesPrincipal(id, principals[t.SignedBy]) {
-				used[i] = true
-				return true
-			}
-		}
-		return false
-	case *cb.SignaturePolicy_NOutOf_:
-		trial := append([]bool(nil), used...)
-		n := 0
-		for _, sub := range t.NOutOf.Rules {
-			if evalRule(sub, principals, ids, trial) {
-				n++
-			}
-		}
-		if n >= int(t.NOutOf.N) {
-			copy(used, trial)
-			return true
-		}
-	}
-	return false
+	return policy.Evaluate(env.Rule, len(env.Identities), policy.IdentitySigners(ids, func(i int, id *msp.Identity) bool {
+		return satisfiesPrincipal(id, env.Identities[i])
+	}))
 }
 
 // satisfiesPrincipal is msp/mspimpl.go SatisfiesPrincipal for the principals
@@ -366,17 +313,12 @@ func satisfiesPrincipal(id *msp.Identity, p *mspproto.MSPPrincipal) bool {
 			return false
 		}
 		switch role.Role {
-		case mspproto.MSPRole_MEMBER:
-			return true
-		case mspproto.MSPRole_PEER:
-			return id.HasOU(msp.OUPeer)
-		case mspproto.MSPRole_CLIENT:
-			return id.HasOU(msp.OUClient)
 		case roleOrderer:
 			return id.HasOU(msp.OUOrderer)
 		case mspproto.MSPRole_ADMIN:
 			return id.HasOU("admin")
 		}
+		return policy.SatisfiesRole(id, role)
 	case mspproto.MSPPrincipal_IDENTITY:
 		sid := &mspproto.SerializedIdentity{}
 		if proto.Unmarshal(p.Principal, sid) != nil || sid.Mspid != id.MSPID {
@@ -407,7 +349,7 @@ func (c *v2Config) verifyBlock(b *cb.Block) error {
 	hdr := protoutil.BlockHeaderBytes(b.Header)
 	// common/common.proto MetadataSignature{signature_header=1, signature=2, identifier_header=3}: our
 	// protos predate field 3, read here from the raw bytes (Metadata.signatures=2).
-	var set []signed
+	var set []policy.SignedData
 	for _, ms := range protoBytesAll(raw, 2) {
 		shdrRaw, sig, idhRaw := protoBytes(ms, 1), protoBytes(ms, 2), protoBytes(ms, 3)
 		if len(shdrRaw) == 0 && len(idhRaw) > 0 {
@@ -416,14 +358,14 @@ func (c *v2Config) verifyBlock(b *cb.Block) error {
 			if sid == nil {
 				continue
 			}
-			set = append(set, signed{sid, concat(md.Value, idhRaw, hdr), sig})
+			set = append(set, policy.SignedData{Identity: sid, Data: concat(md.Value, idhRaw, hdr), Signature: sig})
 			continue
 		}
 		shdr := &cb.SignatureHeader{}
 		if err := proto.Unmarshal(shdrRaw, shdr); err != nil {
 			return fmt.Errorf("signature header: %w", err)
 		}
-		set = append(set, signed{shdr.Creator, concat(md.Value, shdrRaw, hdr), sig})
+		set = append(set, policy.SignedData{Identity: shdr.Creator, Data: concat(md.Value, shdrRaw, hdr), Signature: sig})
 	}
 	if len(set) == 0 {
 		return errors.New("no orderer signature")
@@ -833,9 +775,9 @@ func (v *v2Verifier) validateTx(raw []byte, num uint64, crypto bool) *v2Tx {
 		}
 	}
 	// validator_keylevel.go:247-261: the endorsements' signed data
-	set := make([]signed, 0, len(cap2.Action.Endorsements))
+	set := make([]policy.SignedData, 0, len(cap2.Action.Endorsements))
 	for _, e := range cap2.Action.Endorsements {
-		set = append(set, signed{e.Endorser, concat(cap2.Action.ProposalResponsePayload, e.Endorser), e.Signature})
+		set = append(set, policy.SignedData{Identity: e.Endorser, Data: concat(cap2.Action.ProposalResponsePayload, e.Endorser), Signature: e.Signature})
 	}
 	ids := v.cfg.validIdentities(set)
 	names := make([]string, 0, len(wr))
@@ -1070,54 +1012,44 @@ func protoString(msg []byte, num protowire.Number) string { return string(protoB
 // protoBytesAll is every occurrence of the length-delimited field num.
 func protoBytesAll(msg []byte, num protowire.Number) [][]byte {
 	var out [][]byte
-	for len(msg) > 0 {
-		n, typ, l := protowire.ConsumeTag(msg)
-		if l < 0 {
-			return out
-		}
-		msg = msg[l:]
-		if typ == protowire.BytesType && n == num {
-			b, l := protowire.ConsumeBytes(msg)
-			if l < 0 {
-				return out
-			}
-			out = append(out, b)
-			msg = msg[l:]
-			continue
-		}
-		l = protowire.ConsumeFieldValue(n, typ, msg)
-		if l < 0 {
-			return out
-		}
-		msg = msg[l:]
+	for _, v := range protoFields(msg, num, protowire.BytesType) {
+		b, _ := protowire.ConsumeBytes(v) // protoFields has checked its length
+		out = append(out, b)
 	}
 	return out
 }
 
+// protoVarint is the last occurrence of the varint field num, as proto
+// decoding keeps the last; 0 when there is none.
 func protoVarint(msg []byte, num protowire.Number) uint64 {
-	var v uint64
+	vs := protoFields(msg, num, protowire.VarintType)
+	if len(vs) == 0 {
+		return 0
+	}
+	v, _ := protowire.ConsumeVarint(vs[len(vs)-1])
+	return v
+}
+
+// protoFields is the encoded value of every occurrence of field num with
+// wire type typ, in order, up to the first malformed field.
+func protoFields(msg []byte, num protowire.Number, typ protowire.Type) [][]byte {
+	var out [][]byte
 	for len(msg) > 0 {
-		n, typ, l := protowire.ConsumeTag(msg)
+		n, t, l := protowire.ConsumeTag(msg)
 		if l < 0 {
-			return v
+			return out
 		}
 		msg = msg[l:]
-		if typ == protowire.VarintType && n == num {
-			x, l := protowire.ConsumeVarint(msg)
-			if l < 0 {
-				return v
-			}
-			v = x
-			msg = msg[l:]
-			continue
-		}
-		l = protowire.ConsumeFieldValue(n, typ, msg)
+		l = protowire.ConsumeFieldValue(n, t, msg)
 		if l < 0 {
-			return v
+			return out
+		}
+		if n == num && t == typ {
+			out = append(out, msg[:l])
 		}
 		msg = msg[l:]
 	}
-	return v
+	return out
 }
 
 // parseCertPEM is a PEM certificate's DER bytes.
