@@ -35,11 +35,13 @@ def cores_text(cores) -> str:
 
 
 def citation_text(citation) -> str:
-    """Where a catalogue value stands in the paper, e.g. ``Sec. IV-D, Table I, seed line 267``."""
+    """Where a catalogue value stands in the paper, e.g. ``Sec. IV-D, Table I, seed line 267`` (or, for a paper
+    of source texts, ``..., fabric-x-committer-v1.0.4-docs-index.md line 37``)."""
     if not isinstance(citation, dict):
         return str(citation or "no citation")
     parts = [f"Sec. {citation['section']}" if citation.get("section") else None, citation.get("location"),
-             f"seed line {citation['seed_line']}" if citation.get("seed_line") else None]
+             f"seed line {citation['seed_line']}" if citation.get("seed_line") else None,
+             f"{citation['file']} line {citation['line']}" if citation.get("file") else None]
     return ", ".join(p for p in parts if p)
 
 

@@ -28,6 +28,20 @@ def seed_lines(name: str) -> list[str]:
     return (seeds_dir() / name).read_text(encoding="utf-8").split("\n")
 
 
+def sources_dir() -> Path:
+    """Where the texts of papers without a seed are (``paper.sources``): ``$FABRICREPRO_SOURCES`` or
+    ``<repo>/../shared/sources``."""
+    env = os.environ.get("FABRICREPRO_SOURCES")
+    return Path(env) if env else REPO.parent / "shared" / "sources"
+
+
+def source_lines(folder: str, name: str) -> list[str]:
+    """The lines of file ``name`` of ``sources_dir()/folder`` (index 0 is line 1), without newlines; a file
+    that is not there has none (the citation's line is then reported outside it)."""
+    path = sources_dir() / folder / name
+    return path.read_text(encoding="utf-8").split("\n") if path.is_file() else []
+
+
 # Abbreviations after which a period never ends a sentence in these texts.
 _NO_BREAK_AFTER = re.compile(
     r"(?:\bFigs?|\be\.g|\bi\.e|\bet al|\bvs|\bOpt|\bcf|\bSec|\bNo|\bEq|\bapprox)\.$"

@@ -7,12 +7,25 @@ import copy
 import pytest
 
 import checks
-from seedtext import seeds_dir
+from seedtext import seeds_dir, sources_dir
 
 # The seed texts sit beside the repository (../shared/seeds), not in it: a
-# user's clone has none, and the checks against them are skipped there.
+# user's clone has none, and the checks against them are skipped there. The
+# same holds for the source texts of a paper without a seed (../shared/sources).
 needs_seeds = pytest.mark.skipif(not seeds_dir().is_dir(),
                                  reason=f"no seed texts at {seeds_dir()} (../shared/seeds, or set FABRICREPRO_SEEDS)")
+needs_sources = pytest.mark.skipif(not (sources_dir() / "fabric-x").is_dir(),
+                                   reason=f"no source texts at {sources_dir() / 'fabric-x'} (../shared/sources, or set "
+                                          "FABRICREPRO_SOURCES)")
+
+
+def skip_without_texts(doc: dict) -> None:
+    """Skip as the seed checks do where the paper's texts (its seed, or its sources folder) are absent."""
+    if doc["paper"].get("seed") and not seeds_dir().is_dir():
+        pytest.skip(f"no seed texts at {seeds_dir()} (../shared/seeds, or set FABRICREPRO_SEEDS)")
+    if doc["paper"].get("sources") and not (sources_dir() / doc["paper"]["sources"]).is_dir():
+        pytest.skip(f"no source texts at {sources_dir() / doc['paper']['sources']} (../shared/sources, or set "
+                    "FABRICREPRO_SOURCES)")
 
 FILES = checks.catalogue_files()
 DOCS = {f.stem: checks.load(f) for f in FILES}
@@ -38,9 +51,9 @@ def test_validates_against_schema(name):
     assert checks.schema_errors(DOCS[name]) == []
 
 
-@needs_seeds
 @pytest.mark.parametrize("name", IDS)
 def test_quotes_stand_on_their_line_and_sentence(name):
+    skip_without_texts(DOCS[name])
     assert checks.citation_problems(DOCS[name]) == []
 
 
@@ -70,9 +83,9 @@ def test_ratio_claims_agree_with_published_pairs(name):
     assert checks.ratio_consistency_problems(DOCS[name]) == []
 
 
-@needs_seeds
 @pytest.mark.parametrize("name", IDS)
 def test_every_caption_is_catalogued(name):
+    skip_without_texts(DOCS[name])
     assert checks.coverage_problems(DOCS[name]) == []
 
 
@@ -116,6 +129,8 @@ def test_runnable_set_is_as_planned():
         ("fastfabric", "fig6-revisit-v31"),
         ("fujitsu-api", "fig4-revisit-v31"),
         ("bftsmart-orderer", "fig6-revisit-smartbft"),
+        # Fabric-X's own claim, judged like a paper's (issue 49)
+        ("fabric-x", "committer-compact"),
         ("fujitsu-api", "fig2-chaincode-time"),
         ("fujitsu-api", "fig4-api-comparison"),
         ("fujitsu-api", "fig5-network-latency"),
@@ -252,3 +267,55 @@ def test_uncatalogued_caption_is_caught():
     doc = _broken()
     doc["experiments"] = [e for e in doc["experiments"] if e["id"] != "fig3-grpc-block-transfer"]
     assert any("line 180" in p for p in checks.coverage_problems(doc))
+
+
+# -------------------------------------------- source-file citations (Fabric-X)
+def _fabric_x_claim_citation(doc):
+    return doc["experiments"][0]["claims"][0]["citation"]
+
+
+@needs_sources
+def test_source_quote_not_on_its_line_is_caught():
+    doc = _broken("fabric-x")
+    _fabric_x_claim_citation(doc)["quote"] = "Example of 20,000 TPS achieved"
+    assert any("quote not on line 324" in p for p in checks.citation_problems(doc))
+
+
+@needs_sources
+def test_source_wrong_line_is_caught():
+    doc = _broken("fabric-x")
+    _fabric_x_claim_citation(doc)["line"] = 325
+    assert any("quote not on line 325" in p for p in checks.citation_problems(doc))
+
+
+@needs_sources
+def test_source_wrong_sentence_and_missing_file_are_caught():
+    doc = _broken("fabric-x")
+    doc["experiments"][2]["citation"]["sentence"] = 1      # docs/index.md line 37: the claim is its second sentence
+    assert any("sentence [2]" in p for p in checks.citation_problems(doc))
+    doc = _broken("fabric-x")
+    _fabric_x_claim_citation(doc)["file"] = "no-such-text.md"
+    assert any("outside no-such-text.md" in p for p in checks.citation_problems(doc))
+
+
+@needs_seeds
+def test_source_citation_in_a_seed_paper_is_caught():
+    """A file citation where the paper names no sources folder names no text: reported, never passed."""
+    doc = _broken()
+    doc["experiments"][0]["citation"] = dict(_fabric_x_claim_citation(DOCS["fabric-x"]))
+    assert any("names no sources folder" in p for p in checks.citation_problems(doc))
+
+
+def test_schema_rejects_a_citation_of_both_forms_or_neither():
+    doc = _broken("fabric-x")
+    _fabric_x_claim_citation(doc)["seed_line"] = 324
+    assert any("/citation" in e for e in checks.schema_errors(doc))
+    doc = _broken("fabric-x")
+    del _fabric_x_claim_citation(doc)["line"]
+    assert any("/citation" in e for e in checks.schema_errors(doc))
+
+
+def test_schema_requires_a_seed_or_a_sources_folder():
+    doc = _broken("fabric-x")
+    del doc["paper"]["sources"]
+    assert any(e.startswith("paper:") for e in checks.schema_errors(doc))

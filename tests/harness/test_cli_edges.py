@@ -56,7 +56,7 @@ def test_validate_takes_the_file_as_the_readme_writes_it():
 def test_runs_of_an_unknown_paper_fail_naming_the_known_ones():
     out = invoke("runs", "--paper", "nosuch")
     assert out.returncode == 1
-    assert "unknown paper 'nosuch'; valid papers: bftsmart-orderer, fastfabric, fujitsu-api, validation-opt" \
+    assert "unknown paper 'nosuch'; valid papers: bftsmart-orderer, fabric-x, fastfabric, fujitsu-api, validation-opt" \
         in out.stderr
 
 
@@ -99,7 +99,7 @@ def test_reproduce_without_paper_or_resume_names_the_papers():
     with pytest.raises(Exit) as e:
         tasks.reproduce(Context())
     assert e.value.code == 1
-    assert "give the paper (--paper bftsmart-orderer|fastfabric|fujitsu-api|validation-opt), " \
+    assert "give the paper (--paper bftsmart-orderer|fabric-x|fastfabric|fujitsu-api|validation-opt), " \
            "or --resume RUN_DIR" in str(e.value.message)
 
 

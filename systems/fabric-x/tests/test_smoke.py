@@ -7,8 +7,7 @@ ABORTED_SIGNATURE_INVALID (the verifier checks signatures); that the store agree
 block by block (the independent check); that the committed rate is measured; and that teardown leaves no
 PostgreSQL running.
 
-The catalogue is systems/fabric-x/catalogue/fabric-x.yaml (README, "Catalogue"), given as a papers folder of
-its own beside a link to systems/. Skipped with a reason without ../shared/upstream, Ansible, Go or
+The catalogue is papers/fabric-x.yaml, as `invoke reproduce --paper fabric-x` reads it. Skipped with a reason without ../shared/upstream, Ansible, Go or
 PostgreSQL's server and psql. It holds the network lock (the ``network`` marker).
 """
 
@@ -22,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from harness import REPO_ROOT
 from harness.reproduce import reproduce
 from tests.upstream import needs
 
@@ -37,13 +35,9 @@ pytestmark = [needs.skip_unless_ready(
 
 
 def test_smoke_point_commits_every_transaction_and_passes_validity(tmp_path):
-    papers = tmp_path / "papers"
-    papers.mkdir()
-    (papers / "fabric-x.yaml").symlink_to(REPO_ROOT / "systems" / "fabric-x" / "catalogue" / "fabric-x.yaml")
-    (tmp_path / "systems").symlink_to(REPO_ROOT / "systems")
     try:
         runs = reproduce("fabric-x", "committer-compact", scale="smoke", provider="local", build="upstream",
-                         papers_dir=papers, results=tmp_path / "results", reports=tmp_path / "reports",
+                         results=tmp_path / "results", reports=tmp_path / "reports",
                          controls=False, overrides={"fabric_x_invalid_signature_fraction": [0, 0.1]})
     finally:
         # Teardown stopped the postmaster by its PID; nothing may listen on its port afterwards.
