@@ -186,22 +186,14 @@ func newMSP(id string, roots, intermediates [][]byte) (*msp.MSP, error) {
 	if id == "" {
 		return nil, errors.New("MSP without a name")
 	}
-	pool := x509.NewCertPool()
-	for _, r := range roots {
-		c, err := crypto.ParseCertificatePEM(r)
-		if err != nil {
-			return nil, fmt.Errorf("msp %s: root cert: %w", id, err)
-		}
-		pool.AddCert(c)
+	pool, err := certPool(roots)
+	if err != nil {
+		return nil, fmt.Errorf("msp %s: root cert: %w", id, err)
 	}
 	anchors := append([][]byte{}, roots...)
-	inter := x509.NewCertPool()
-	for _, p := range intermediates {
-		c, err := crypto.ParseCertificatePEM(p)
-		if err != nil {
-			return nil, fmt.Errorf("msp %s: intermediate cert: %w", id, err)
-		}
-		inter.AddCert(c)
+	inter, err := certPool(intermediates)
+	if err != nil {
+		return nil, fmt.Errorf("msp %s: intermediate cert: %w", id, err)
 	}
 	for _, p := range intermediates {
 		c, _ := crypto.ParseCertificatePEM(p)
@@ -370,3 +362,16 @@ func pemFiles(dir string) ([][]byte, error) {
 
 func isFile(p string) bool { st, err := os.Stat(p); return err == nil && st.Mode().IsRegular() }
 func isDir(p string) bool  { st, err := os.Stat(p); return err == nil && st.IsDir() }
+
+// certPool is a pool of the PEM certificates.
+func certPool(pems [][]byte) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	for _, p := range pems {
+		c, err := crypto.ParseCertificatePEM(p)
+		if err != nil {
+			return nil, err
+		}
+		pool.AddCert(c)
+	}
+	return pool, nil
+}

@@ -162,6 +162,18 @@ type Result struct {
 	Rules string
 }
 
+// tally counts the rows that agree with the ledger's flags and those that do not.
+func (res *Result) tally() {
+	for _, r := range res.Rows {
+		if r.Agrees() {
+			res.Agree++
+		} else {
+			res.Disagree++
+		}
+	}
+	res.Checked = len(res.Rows)
+}
+
 type verifier struct {
 	o          Options
 	member     *Membership
@@ -208,14 +220,7 @@ func Verify(blocks []*cb.Block, o Options) (*Result, error) {
 		if err := verifyV2(blocks, o, res); err != nil {
 			return nil, err
 		}
-		for _, r := range res.Rows {
-			if r.Agrees() {
-				res.Agree++
-			} else {
-				res.Disagree++
-			}
-		}
-		res.Checked = len(res.Rows)
+		res.tally()
 		return res, nil
 	case "v1":
 	default:
@@ -283,14 +288,7 @@ func Verify(blocks []*cb.Block, o Options) (*Result, error) {
 		res.Txs += len(b.Data.Data)
 		res.Rows = append(res.Rows, rows...)
 	}
-	for _, r := range res.Rows {
-		if r.Agrees() {
-			res.Agree++
-		} else {
-			res.Disagree++
-		}
-	}
-	res.Checked = len(res.Rows)
+	res.tally()
 	res.Channel = v.member.Channel
 	res.MSPIDs = v.member.IDs()
 	if len(v.member.Skipped) > 0 {
@@ -423,23 +421,34 @@ func (v *verifier) prestate(blocks []*cb.Block, polText string) (string, int) {
 		v.state.pre[nsKey{lscc.Namespace, name}] = &statedb.VersionedValue{Value: cd.Marshal()}
 		fromFlag = append(fromFlag, name)
 	}
-	sort.Strings(fromFlag)
-	sort.Strings(fromLedger)
-	var parts []string
-	if len(fromLedger) > 0 {
-		parts = append(parts, "the ledger's lscc definitions ("+strings.Join(fromLedger, ", ")+")")
-	}
-	if len(fromFlag) > 0 {
-		parts = append(parts, polText+" for "+strings.Join(fromFlag, ", ")+" (no definition in the ledger)")
-	}
-	if len(parts) == 0 {
-		parts = append(parts, "none used")
-	}
 	n := 0
 	if v.o.Prestate == "auto" {
 		n = len(early)
 	}
-	return strings.Join(parts, "; "), n
+	return policySources("lscc", fromLedger, false, polText, fromFlag), n
+}
+
+// policySources says where the endorsement policies came from: the ledger's
+// definitions in store (lscc or _lifecycle), the channel's
+// LifecycleEndorsement where _lifecycle was used, and polText for the
+// chaincodes the ledger does not define.
+func policySources(store string, defined []string, lifecycle bool, polText string, undefined []string) string {
+	sort.Strings(defined)
+	sort.Strings(undefined)
+	var parts []string
+	if len(defined) > 0 {
+		parts = append(parts, "the ledger's "+store+" definitions ("+strings.Join(defined, ", ")+")")
+	}
+	if lifecycle {
+		parts = append(parts, "/Channel/Application/LifecycleEndorsement for _lifecycle")
+	}
+	if len(undefined) > 0 {
+		parts = append(parts, polText+" for "+strings.Join(undefined, ", ")+" (no definition in the ledger)")
+	}
+	if len(parts) == 0 {
+		return "none used"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // sampled is the deterministic sample: splitmix64 of seed, block and index.

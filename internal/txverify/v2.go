@@ -462,22 +462,7 @@ func verifyV2(blocks []*cb.Block, o Options, res *Result) error {
 			flagged = append(flagged, name)
 		}
 	}
-	sort.Strings(defined)
-	sort.Strings(flagged)
-	var parts []string
-	if len(defined) > 0 {
-		parts = append(parts, "the ledger's _lifecycle definitions ("+strings.Join(defined, ", ")+")")
-	}
-	if v.used[LifecycleNamespace] {
-		parts = append(parts, "/Channel/Application/LifecycleEndorsement for _lifecycle")
-	}
-	if len(flagged) > 0 {
-		parts = append(parts, o.Policy+" for "+strings.Join(flagged, ", ")+" (no definition in the ledger)")
-	}
-	if len(parts) == 0 {
-		parts = append(parts, "none used")
-	}
-	res.Policy = strings.Join(parts, "; ")
+	res.Policy = policySources("_lifecycle", defined, v.used[LifecycleNamespace], o.Policy, flagged)
 	if len(v.cfg.member.Skipped) > 0 {
 		res.Source += "; not read: " + strings.Join(v.cfg.member.Skipped, ", ")
 	}
