@@ -8,7 +8,12 @@
 # fails its modules. Owner 099720109477 is Canonical's image account.
 locals {
   lts_image_owner = "099720109477"
-  lts_image_name  = "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*"
+  lts_image_filters = {
+    "name"                = "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*"
+    "architecture"        = "x86_64"
+    "virtualization-type" = "hvm"
+    "root-device-type"    = "ebs"
+  }
 }
 
 data "aws_ami" "lts" {
@@ -17,24 +22,12 @@ data "aws_ami" "lts" {
   most_recent = true
   owners      = [local.lts_image_owner]
 
-  filter {
-    name   = "name"
-    values = [local.lts_image_name]
-  }
-
-  filter {
-    name   = "architecture"
-    values = ["x86_64"]
-  }
-
-  filter {
-    name   = "virtualization-type"
-    values = ["hvm"]
-  }
-
-  filter {
-    name   = "root-device-type"
-    values = ["ebs"]
+  dynamic "filter" {
+    for_each = local.lts_image_filters
+    content {
+      name   = filter.key
+      values = [filter.value]
+    }
   }
 }
 
