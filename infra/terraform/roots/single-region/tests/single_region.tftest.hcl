@@ -6,17 +6,7 @@
 # operator's inputs from here.
 
 mock_provider "aws" {
-  mock_resource "aws_instance" {
-    defaults = {
-      public_ip  = "198.51.100.7"
-      private_ip = "10.42.1.7"
-    }
-  }
-  mock_data "aws_ami" {
-    defaults = {
-      id = "ami-0lookedup00000001"
-    }
-  }
+  source = "../../mocks/aws" # 198.51.100.7 / 10.42.1.7, image ami-0lookedup00000001
 }
 
 variables {
