@@ -3,10 +3,14 @@ and the independent check of the store's codes (systems/fabric-x/README.md)."""
 
 from harness.plugin_api import IndependentCheck, Metric, SystemPlugin, Table
 
-from . import block_commits, store
+from . import arma_blocks, block_commits, go_vendor_build, store
 
 
 class Plugin(SystemPlugin):
+    def build_kinds(self) -> dict:
+        # Arma's tree ships vendor/: built offline beside the committer (go_vendor_build.py)
+        return {**super().build_kinds(), go_vendor_build.NAME: go_vendor_build.KIND}
+
     def role_variables(self, parameters: dict) -> dict:
         return {"fabric_x_loadgen_invalid_signatures": float(parameters.get(store.INVALID_SIGNATURES, 0) or 0)}
 
@@ -14,7 +18,9 @@ class Plugin(SystemPlugin):
         return [Table("store_samples", ("t_ns", "committed", "total")),
                 Table("loadgen_run", ("start_ns", "end_ns", "transactions", "exit_status")),
                 # each block's commit, as the load generator's log records its statuses (block_commits.py)
-                Table(block_commits.TABLE, parse=block_commits.block_commits_table)]
+                Table(block_commits.TABLE, parse=block_commits.block_commits_table),
+                # each block Arma's assembler appended (arma_blocks.py; end to end only)
+                Table(arma_blocks.TABLE, parse=arma_blocks.arma_blocks_table)]
 
     def metrics(self) -> list[Metric]:
         return [Metric("committed_tps", "tx/s", ("store_samples", "loadgen_run"), store.committed_tps,
@@ -25,7 +31,12 @@ class Plugin(SystemPlugin):
                        block_commits.run_throughput_tps,
                        "the load's transactions COMMITTED in Fabric-X's store per second from its first block's "
                        "commit to its last one's (the load generator's log lines of each block's statuses, whole ms; "
-                       "the first block opens the interval, uncounted)")]
+                       "the first block opens the interval, uncounted)"),
+                Metric("arma_ordered_tps", "tx/s", (arma_blocks.TABLE, "block_txs", "loadgen_run"),
+                       arma_blocks.arma_ordered_tps,
+                       "the load's transactions per second as Arma's assembler appends their blocks, from the first "
+                       "load block's append to the last one's (its log, whole ms; the first block opens the interval, "
+                       "uncounted); end to end only")]
 
     def independent_checks(self) -> list[IndependentCheck]:
         return [IndependentCheck("fabric-x-store",

@@ -237,6 +237,8 @@ POSITIVE = {
     ("fabric-x", "go_panic"): [
         "panic: runtime error: invalid memory address or nil pointer dereference",
         "2026-12-07 21:40:06.907 UTC [coordinator] Run -> FATA failed to start the dependency graph",
+        # Arma v1.0.5's own format (coloured level after a sequence number)
+        "\x1b[35m2026-12-08 00:22:36.617 UTC 0004 FATA\x1b[0m [Assembler1] \x1b[35;1mNewAssembler\x1b[0m -> failed to open ledger",
     ],
     # PostgreSQL 15 (src/backend/utils/error/elog.c, log_line_prefix '%m [%p] ')
     ("fabric-x", "postgres_fatal"): [
@@ -350,6 +352,9 @@ HEALTHY = {
         "2026-12-07 21:32:20.609 UTC [9162] LOG:  database system is ready to accept connections",
         # loadgen at its limit (its normal end, files/run.sh)
         "Error: workload done: receiver done: context canceled",
+        # Arma's assembler appending a block (node/assembler), and its metrics line
+        "\x1b[34m2026-12-08 00:22:46.677 UTC 0036 INFO\x1b[0m [Assembler1] \x1b[34;1mfunc1\x1b[0m -> Appended block 2 of 3000 requests to ledger in 39.112013ms",
+        "\x1b[34m2026-12-08 00:22:46.696 UTC 0037 INFO\x1b[0m [Assembler1] \x1b[34;1mtrackMetrics\x1b[0m -> ASSEMBLER_METRICS: total: party_id=1, TXs=3002, blocks=3",
     ],
 }
 
