@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,15 +14,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
-	"fabricrepro/internal/chaincode"
-	"fabricrepro/internal/channelconfig"
 	"fabricrepro/internal/config"
-	"fabricrepro/internal/endorser"
 	"fabricrepro/internal/grpcdial"
 	"fabricrepro/internal/ledger/statedb"
-	"fabricrepro/internal/ledger/txsim"
 	"fabricrepro/internal/lscc"
-	"fabricrepro/internal/msp"
 	"fabricrepro/internal/policy"
 	cb "fabricrepro/internal/protos/common"
 	ab "fabricrepro/internal/protos/orderer"
@@ -283,23 +277,8 @@ func TestBroadcastToDeadOrdererReportsErrors(t *testing.T) {
 // TestEndorseAgainstRealEndorser pre-endorses transfers against the
 // in-process endorser and checks forged signatures do not verify.
 func TestEndorseAgainstRealEndorser(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: 1, Peers: 1, Clients: 1}); err != nil {
-		t.Fatal(err)
-	}
-	orgs, _ := channelconfig.OrgsFromCryptoDir(dir)
-	gb, _ := channelconfig.GenesisBlock("ch", orgs, channelconfig.DefaultBatch)
-	bundle, _ := channelconfig.FromGenesisBlock(gb)
-	org := filepath.Join(dir, "peerOrganizations", "org1.example.com")
-	peer, _ := msp.LoadSigningIdentity(filepath.Join(org, "peers", "peer0.org1.example.com", "msp"), "Org1MSP")
-	client, _ := msp.LoadSigningIdentity(filepath.Join(org, "users", "client0@org1.example.com", "msp"), "Org1MSP")
-	db := txsim.NewMemDB()
-	reg := chaincode.NewRegistry()
-	reg.Register(moneytransfer.Name, moneytransfer.Chaincode{})
-	en, err := endorser.New(endorser.Config{ChannelID: "ch", Bundle: bundle, Signer: peer, State: db, Chaincodes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nw, db, en := endorsingPeer(t)
+	bundle, client, peer := nw.Bundle, nw.Client, nw.Peer
 	conn := serve(t, func(s *grpc.Server) { pb.RegisterEndorserServer(s, en) })
 	e := &endorsers{clients: []pb.EndorserClient{pb.NewEndorserClient(conn)}, perTx: 1, channel: "ch", cc: moneytransfer.Name, signer: client}
 

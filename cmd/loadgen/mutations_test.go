@@ -13,13 +13,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	"fabricrepro/internal/chaincode"
-	"fabricrepro/internal/channelconfig"
 	"fabricrepro/internal/config"
-	"fabricrepro/internal/endorser"
 	"fabricrepro/internal/ledger/statedb"
-	"fabricrepro/internal/ledger/txsim"
-	"fabricrepro/internal/msp"
 	ordchannel "fabricrepro/internal/orderer/channel"
 	"fabricrepro/internal/policy"
 	cb "fabricrepro/internal/protos/common"
@@ -180,20 +175,8 @@ func (f *sigFilterOrderer) Broadcast(st ab.AtomicBroadcast_BroadcastServer) erro
 // orderer refused exactly the bad creators, each sent on a stream of its own
 // (the orderer ends a stream after a refusal).
 func TestTransferMutationsAreExactlyTheValidatorsInvalid(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: 1, Peers: 1, Clients: 1}); err != nil {
-		t.Fatal(err)
-	}
-	orgs, _ := channelconfig.OrgsFromCryptoDir(dir)
-	gb, _ := channelconfig.GenesisBlock("ch", orgs, channelconfig.DefaultBatch)
-	bundle, _ := channelconfig.FromGenesisBlock(gb)
-	org := filepath.Join(dir, "peerOrganizations", "org1.example.com")
-	peer, _ := msp.LoadSigningIdentity(filepath.Join(org, "peers", "peer0.org1.example.com", "msp"), "Org1MSP")
-	client, _ := msp.LoadSigningIdentity(filepath.Join(org, "users", "client0@org1.example.com", "msp"), "Org1MSP")
-	db := txsim.NewMemDB()
-	reg := chaincode.NewRegistry()
-	reg.Register(moneytransfer.Name, moneytransfer.Chaincode{})
-	en, _ := endorser.New(endorser.Config{ChannelID: "ch", Bundle: bundle, Signer: peer, State: db, Chaincodes: reg})
+	nw, db, en := endorsingPeer(t)
+	bundle, client := nw.Bundle, nw.Client
 	chain := newFakeChain(db)
 	ord := &sigFilterOrderer{writers: bundle.Writers}
 	peerConn := serve(t, func(s *grpc.Server) { pb.RegisterEndorserServer(s, en) })

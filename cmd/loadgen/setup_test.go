@@ -12,10 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"fabricrepro/internal/chaincode"
-	"fabricrepro/internal/channelconfig"
 	"fabricrepro/internal/deliverclient"
-	"fabricrepro/internal/endorser"
 	"fabricrepro/internal/ledger/statedb"
 	"fabricrepro/internal/ledger/txsim"
 	"fabricrepro/internal/msp"
@@ -112,20 +109,8 @@ type streamFunc func() (*cb.Block, error)
 func (s streamFunc) Recv() (*cb.Block, error) { return s() }
 
 func TestSetupThenTransfer(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: 1, Peers: 1, Clients: 1}); err != nil {
-		t.Fatal(err)
-	}
-	orgs, _ := channelconfig.OrgsFromCryptoDir(dir)
-	gb, _ := channelconfig.GenesisBlock("ch", orgs, channelconfig.DefaultBatch)
-	bundle, _ := channelconfig.FromGenesisBlock(gb)
-	org := filepath.Join(dir, "peerOrganizations", "org1.example.com")
-	peer, _ := msp.LoadSigningIdentity(filepath.Join(org, "peers", "peer0.org1.example.com", "msp"), "Org1MSP")
-	client, _ := msp.LoadSigningIdentity(filepath.Join(org, "users", "client0@org1.example.com", "msp"), "Org1MSP")
-	db := txsim.NewMemDB()
-	reg := chaincode.NewRegistry()
-	reg.Register(moneytransfer.Name, moneytransfer.Chaincode{})
-	en, _ := endorser.New(endorser.Config{ChannelID: "ch", Bundle: bundle, Signer: peer, State: db, Chaincodes: reg})
+	nw, db, en := endorsingPeer(t)
+	client := nw.Client
 	chain := newFakeChain(db)
 	peerConn := serve(t, func(s *grpc.Server) { pb.RegisterEndorserServer(s, en) })
 	ordConn := serve(t, func(s *grpc.Server) { ab.RegisterAtomicBroadcastServer(s, chain) })

@@ -15,6 +15,7 @@ import (
 	"fabricrepro/internal/chaincode"
 	"fabricrepro/internal/chaincode/lifecycle"
 	"fabricrepro/internal/channelconfig"
+	"fabricrepro/internal/committer/txgen"
 	"fabricrepro/internal/ledger/statedb"
 	"fabricrepro/internal/ledger/txsim"
 	"fabricrepro/internal/msp"
@@ -38,29 +39,11 @@ type fixture struct {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: 1, Peers: 1, Clients: 1}); err != nil {
-		t.Fatal(err)
-	}
-	orgs, err := channelconfig.OrgsFromCryptoDir(dir)
+	n, err := txgen.NewNetwork(t.TempDir(), channel, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gb, err := channelconfig.GenesisBlock(channel, orgs, channelconfig.DefaultBatch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{db: txsim.NewMemDB()}
-	if f.bundle, err = channelconfig.FromGenesisBlock(gb); err != nil {
-		t.Fatal(err)
-	}
-	org := filepath.Join(dir, "peerOrganizations", "org1.example.com")
-	if f.peer, err = msp.LoadSigningIdentity(filepath.Join(org, "peers", "peer0.org1.example.com", "msp"), "Org1MSP"); err != nil {
-		t.Fatal(err)
-	}
-	if f.client, err = msp.LoadSigningIdentity(filepath.Join(org, "users", "client0@org1.example.com", "msp"), "Org1MSP"); err != nil {
-		t.Fatal(err)
-	}
+	f := &fixture{db: txsim.NewMemDB(), bundle: n.Bundle, peer: n.Peer, client: n.Client}
 	other := t.TempDir()
 	if _, err := msp.Generate(other, msp.NetworkSpec{PeerOrgs: 1, Clients: 1}); err != nil {
 		t.Fatal(err)

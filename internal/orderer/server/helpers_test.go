@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"fabricrepro/internal/channelconfig"
+	"fabricrepro/internal/committer/txgen"
 	"fabricrepro/internal/msp"
 	cb "fabricrepro/internal/protos/common"
 	ab "fabricrepro/internal/protos/orderer"
@@ -36,23 +37,13 @@ func clientMSP(dir string) string {
 func newNetwork(t testing.TB, batch channelconfig.Batch) *network {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := msp.Generate(dir, msp.NetworkSpec{OrdererOrgs: 1, Orderers: 1, PeerOrgs: 1, Peers: 1, Clients: 1}); err != nil {
-		t.Fatal(err)
-	}
-	orgs, err := channelconfig.OrgsFromCryptoDir(dir)
+	gen, err := txgen.NewNetworkBatch(dir, testChannel, 1, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, err := channelconfig.GenesisBlock(testChannel, orgs, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &network{dir: dir, genesis: filepath.Join(dir, "genesis.block"), batch: batch,
+	n := &network{dir: dir, genesis: filepath.Join(dir, "genesis.block"), batch: batch, client: gen.Client,
 		orderer: filepath.Join(dir, "ordererOrganizations/orderer.example.com/orderers/orderer0.orderer.example.com/msp")}
-	if err := os.WriteFile(n.genesis, protoutil.MarshalOrPanic(block), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if n.client, err = msp.LoadSigningIdentity(clientMSP(dir), "Org1MSP"); err != nil {
+	if err := gen.WriteGenesis(n.genesis); err != nil {
 		t.Fatal(err)
 	}
 	return n
