@@ -24,10 +24,7 @@ import json
 import re
 from pathlib import Path
 
-import yaml
-
-from . import REPO_ROOT, systems
-from .errors import HarnessError
+from . import validity
 
 #: What ``summary.json``'s ``invalid_kind`` says of a point whose machine could not carry it.
 CAPACITY = "capacity"
@@ -37,47 +34,10 @@ LOAD_GENERATOR_LAG = {"name": "load_generator_lag",
                       "meaning": "the load generator fell behind its schedule: the machine could not send at the "
                                  "planned rate beside the components it measures"}
 
-_KEYS = {"name", "regex", "meaning"}
-
-
-def rules(path: Path, entries, base: list[dict]) -> list[dict]:
-    """``capacity_limits`` of a system's validity.yaml over its base's (the same name replaces)."""
-    out = {r["name"]: r for r in base}
-    if entries is None:
-        return list(out.values())
-    if not isinstance(entries, list):
-        raise HarnessError(f"{path}: capacity_limits must be a list of {{name, regex, meaning}}")
-    for i, entry in enumerate(entries):
-        missing = sorted(k for k in _KEYS if not isinstance(entry, dict) or not entry.get(k))
-        if missing:
-            raise HarnessError(f"{path}: capacity_limits[{i}] lacks {', '.join(missing)}")
-        unknown = sorted(set(entry) - _KEYS)
-        if unknown:
-            raise HarnessError(f"{path}: capacity_limits[{i}] ({entry['name']}): unknown key(s) {', '.join(unknown)}")
-        try:
-            re.compile(entry["regex"])
-        except re.error as e:
-            raise HarnessError(f"{path}: capacity_limits[{i}] ({entry['name']}): regex does not compile: {e}") from None
-        out[entry["name"]] = dict(entry)
-    return list(out.values())
-
-
 def load(system: str, systems_dir: Path | None = None) -> list[dict]:
-    """The capacity limits ``system`` declares (``capacity_limits`` of its validity.yaml), over those of the
-    systems it extends. (Read here, beside harness/validity.py's rules, so that its loader need not know them.)"""
-    systems_dir = Path(systems_dir or REPO_ROOT / "systems")
-    out: list[dict] = []
-    chain = systems.lineage(system, systems_dir) if (systems_dir / system / "system.yaml").is_file() else [system]
-    for name in reversed(chain):
-        path = systems_dir / name / "validity.yaml"
-        if not path.is_file():
-            continue
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            raise HarnessError(f"{path}: not valid YAML: {e}") from None
-        out = rules(path, doc.get("capacity_limits") if isinstance(doc, dict) else None, out)
-    return out
+    """The capacity limits ``system`` declares (``capacity_limits`` of its validity.yaml, over those of the
+    systems it extends), as harness/validity.py's ``load_rules`` reads and checks them."""
+    return validity.load_rules(system, Path(systems_dir or validity.SYSTEMS))["capacity_limits"]
 
 
 def limits_for(point_dir: Path, system: str) -> list[dict]:

@@ -90,7 +90,22 @@ _EVIDENCE_KEYS = {"codes", "counts", "independent_check", "validators", "ledgers
 LOG_SUFFIXES = (".log", ".out")
 
 def _empty_rules() -> dict:
-    return {"log_patterns": [], "work": None, "evidence": {}, "before_stop": [], "sources": []}
+    return {"log_patterns": [], "work": None, "evidence": {}, "before_stop": [], "capacity_limits": [], "sources": []}
+
+
+def _check_named(path: Path, key: str, i: int, entry, allowed: set | None = None) -> None:
+    """A named rule of ``key`` (log_patterns, capacity_limits): its name, regex and meaning given, its regex
+    compiles, and (``allowed``) no key beside those."""
+    missing = [k for k in ("name", "regex", "meaning") if not isinstance(entry, dict) or entry.get(k) in (None, "")]
+    if missing:
+        raise HarnessError(f"{path}: {key}[{i}] lacks {', '.join(missing)}")
+    unknown = sorted(set(entry) - allowed) if allowed else []
+    if unknown:
+        raise HarnessError(f"{path}: {key}[{i}] ({entry['name']}): unknown key(s) {', '.join(unknown)}")
+    try:
+        re.compile(entry["regex"])
+    except re.error as e:
+        raise HarnessError(f"{path}: {key}[{i}] ({entry['name']}): regex does not compile: {e}") from None
 
 
 def declared_log(entry: str) -> tuple[str, str]:
@@ -103,8 +118,8 @@ def declared_log(entry: str) -> tuple[str, str]:
 
 
 def load_rules(system: str, systems_dir: Path = SYSTEMS) -> dict:
-    """``systems/<system>/validity.yaml`` over that of the system it extends (``system.yaml``): patterns (same
-    name replaces), ``work``, and ``evidence`` per driver (a driver the system declares replaces the base's
+    """``systems/<system>/validity.yaml`` over that of the system it extends (``system.yaml``): patterns and
+    capacity limits (harness/capacity.py; same name replaces), ``work``, and ``evidence`` per driver (a driver the system declares replaces the base's
     declaration of it)."""
     base_system = None
     if (Path(systems_dir) / system / "system.yaml").is_file():
@@ -127,13 +142,7 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS) -> dict:
     base = load_rules(base_system, systems_dir) if base_system else _empty_rules()
     patterns = {p["name"]: p for p in base["log_patterns"]}
     for i, p in enumerate(doc.get("log_patterns") or []):
-        missing = [k for k in ("name", "regex", "meaning") if k not in p]
-        if missing:
-            raise HarnessError(f"{path}: log_patterns[{i}] lacks {', '.join(missing)}")
-        try:
-            re.compile(p["regex"])
-        except re.error as e:
-            raise HarnessError(f"{path}: log_patterns[{i}] ({p['name']}): regex does not compile: {e}") from None
+        _check_named(path, "log_patterns", i, p)
         if p.get("planned_by") and p["planned_by"] not in MUTATION_PARAMETERS:
             raise HarnessError(f"{path}: log_patterns[{i}] ({p['name']}): planned_by {p['planned_by']!r} is not one "
                                f"of {', '.join(MUTATION_PARAMETERS)}")
@@ -156,6 +165,14 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS) -> dict:
         except re.error as e:
             raise HarnessError(f"{path}: before_stop[{i}] ({m['name']}): regex does not compile: {e}") from None
         markers[m["name"]] = m
+    # the check problems that mean "this machine is too small" (harness/capacity.py), the base's by name replaced
+    limits = {r["name"]: r for r in base["capacity_limits"]}
+    entries = doc.get("capacity_limits")
+    if entries is not None and not isinstance(entries, list):
+        raise HarnessError(f"{path}: capacity_limits must be a list of {{name, regex, meaning}}")
+    for i, entry in enumerate(entries or []):
+        _check_named(path, "capacity_limits", i, entry, allowed={"name", "regex", "meaning"})
+        limits[entry["name"]] = dict(entry)
     evidence = dict(base["evidence"])
     for driver, builds in (doc.get("evidence") or {}).items():
         evidence[driver] = {build: _evidence_declaration(path, driver, build, decl)
@@ -170,7 +187,7 @@ def load_rules(system: str, systems_dir: Path = SYSTEMS) -> dict:
                            "system declares no 'work' (verifies_per_tx, min_covered): every system with a "
                            "validating component declares the work it owes and its margin")
     return {"log_patterns": list(patterns.values()), "work": work, "evidence": evidence,
-            "before_stop": list(markers.values()),
+            "before_stop": list(markers.values()), "capacity_limits": list(limits.values()),
             "sources": [*base["sources"], str(path.relative_to(Path(systems_dir).parent))]}
 
 

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness import analyze, capacity, judge, validity
 from harness.collect import read_csv, write_table
@@ -53,12 +54,29 @@ def test_bftsmart_declares_delivery_lagging_ordering_a_capacity_limit():
 
 
 def test_a_capacity_limit_must_be_declared_whole(tmp_path):
-    with pytest.raises(HarnessError, match="lacks meaning"):
-        capacity.rules(tmp_path / "validity.yaml", [{"name": "x", "regex": "y"}], [])
+    # harness/validity.py's load_rules reads them with the checks of its log patterns (test doubles: systems
+    # of a temporary folder)
+    def rules_of(entries, base=None):
+        for name, doc in (("base", {"capacity_limits": base or []}), ("child", {"capacity_limits": entries})):
+            (tmp_path / name).mkdir(exist_ok=True)
+            (tmp_path / name / "validity.yaml").write_text(
+                yaml.safe_dump({"schema_version": validity.RULES_SCHEMA_VERSION, **doc}))
+            (tmp_path / name / "system.yaml").write_text(yaml.safe_dump({"extends": "base"} if name == "child" else {}))
+        return capacity.load("child", tmp_path)
+
+    good = {"name": "x", "regex": "y", "meaning": "m"}
+    assert rules_of([good]) == [good]
+    # the base's are inherited, one of the same name replaced
+    assert rules_of([{**good, "meaning": "n"}], [good, {**good, "name": "z"}]) == [{**good, "meaning": "n"},
+                                                                                  {**good, "name": "z"}]
+    with pytest.raises(HarnessError, match=r"capacity_limits\[0\] lacks meaning"):
+        rules_of([{"name": "x", "regex": "y"}])
     with pytest.raises(HarnessError, match="does not compile"):
-        capacity.rules(tmp_path / "validity.yaml", [{"name": "x", "regex": "(", "meaning": "m"}], [])
+        rules_of([{"name": "x", "regex": "(", "meaning": "m"}])
     with pytest.raises(HarnessError, match="unknown key"):
-        capacity.rules(tmp_path / "validity.yaml", [{"name": "x", "regex": "y", "meaning": "m", "fatal": True}], [])
+        rules_of([{"name": "x", "regex": "y", "meaning": "m", "fatal": True}])
+    with pytest.raises(HarnessError, match="must be a list"):
+        rules_of({"name": "x"})
 
 
 def test_a_point_the_machine_could_not_carry_is_kept_complete_but_not_valid(point_with):

@@ -325,7 +325,7 @@ def test_the_ledger_holding_most_transactions_is_the_evidence(tmp_path, monkeypa
 
 def test_a_system_without_rules_gets_every_key(tmp_path):
     assert validity.load_rules("none", tmp_path) == {"log_patterns": [], "work": None, "evidence": {},
-                                                     "before_stop": [], "sources": []}
+                                                     "before_stop": [], "capacity_limits": [], "sources": []}
 
 
 DECL = {"codes": "ledger", "validators": ["peer"], "ledgers": ["peer"], "logs": ["peer"], "tables": ["deliveries"]}
