@@ -28,7 +28,6 @@ import (
 	"strconv"
 
 	"fabricrepro/internal/blockfile"
-	cb "fabricrepro/internal/protos/common"
 )
 
 const usage = "usage: blockfile [--txs] FILE... (a Fabric ledger's blockfile_NNNNNN, in order)"
@@ -44,20 +43,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, usage)
 		return 2
 	}
-	var blocks []*cb.Block
-	for _, path := range args {
-		f, err := os.Open(path)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		bs, err := blockfile.Read(f)
-		f.Close()
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", path, err)
-			return 1
-		}
-		blocks = append(blocks, bs...)
+	blocks, err := blockfile.ReadFiles(args)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
 	if err := blockfile.Check(blocks); err != nil {
 		fmt.Fprintln(stderr, "chain:", err)

@@ -49,18 +49,9 @@ func ledgerBlocks(t *testing.T, dataDir string) []*cb.Block {
 	if len(files) == 0 {
 		t.Fatal("no block files in the ledger")
 	}
-	var blocks []*cb.Block
-	for _, p := range files {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bs, err := blockfile.Read(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		blocks = append(blocks, bs...)
+	blocks, err := blockfile.ReadFiles(files)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := blockfile.Check(blocks); err != nil {
 		t.Fatal(err)

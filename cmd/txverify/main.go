@@ -86,7 +86,6 @@ import (
 	"time"
 
 	"fabricrepro/internal/blockfile"
-	cb "fabricrepro/internal/protos/common"
 	"fabricrepro/internal/txverify"
 )
 
@@ -172,18 +171,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	var blocks []*cb.Block
-	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			return fail(err)
-		}
-		bs, err := blockfile.Read(f)
-		f.Close()
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", path, err))
-		}
-		blocks = append(blocks, bs...)
+	blocks, err := blockfile.ReadFiles(files)
+	if err != nil {
+		return fail(err)
 	}
 	if len(blocks) == 0 {
 		return fail(fmt.Errorf("no block in %s", strings.Join(files, ", ")))

@@ -197,18 +197,9 @@ func TestCommitterbenchLedgerAgrees(t *testing.T) {
 // readBlocks decodes files into blocks.
 func readBlocks(t *testing.T, files []string) []*cb.Block {
 	t.Helper()
-	var blocks []*cb.Block
-	for _, p := range files {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bs, err := blockfile.Read(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		blocks = append(blocks, bs...)
+	blocks, err := blockfile.ReadFiles(files)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return blocks
 }

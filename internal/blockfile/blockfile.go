@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -36,6 +37,25 @@ const maxRecord = 1 << 31
 // drops such a record after a crash mid-append; a harness counting a run's
 // blocks must not, since the blocks after it are then unknown.
 var ErrCutRecord = errors.New("the file ends in a cut record")
+
+// ReadFiles reads the blocks of each file, in the order given. An error names
+// the file it came from.
+func ReadFiles(paths []string) ([]*cb.Block, error) {
+	var blocks []*cb.Block
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		bs, err := Read(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		blocks = append(blocks, bs...)
+	}
+	return blocks, nil
+}
 
 // Read decodes every complete block record of a Fabric block file. A record
 // cut short at the end of the file returns the complete blocks before it and
