@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -139,14 +137,7 @@ type fakeOrderer struct {
 }
 
 func (f *fakeOrderer) Broadcast(st ab.AtomicBroadcast_BroadcastServer) error {
-	for {
-		env, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return answerBroadcasts(st, func(env *cb.Envelope) (cb.Status, bool) {
 		status := cb.Status_SUCCESS
 		if len(env.Payload) == 0 {
 			status = cb.Status_BAD_REQUEST
@@ -157,10 +148,8 @@ func (f *fakeOrderer) Broadcast(st ab.AtomicBroadcast_BroadcastServer) error {
 		f.mu.Lock()
 		f.envs = append(f.envs, env)
 		f.mu.Unlock()
-		if err := st.Send(&ab.BroadcastResponse{Status: status}); err != nil {
-			return err
-		}
-	}
+		return status, false
+	})
 }
 
 func serve(t *testing.T, register func(*grpc.Server)) *grpc.ClientConn {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,14 +141,7 @@ type sigFilterOrderer struct {
 }
 
 func (f *sigFilterOrderer) Broadcast(st ab.AtomicBroadcast_BroadcastServer) error {
-	for {
-		env, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return answerBroadcasts(st, func(env *cb.Envelope) (cb.Status, bool) {
 		status := cb.Status_SUCCESS
 		if sd, err := ordchannel.AsSignedData(env); err != nil || f.writers.Evaluate([]policy.SignedData{sd}) != nil {
 			status = cb.Status_FORBIDDEN
@@ -158,13 +149,8 @@ func (f *sigFilterOrderer) Broadcast(st ab.AtomicBroadcast_BroadcastServer) erro
 		f.mu.Lock()
 		f.envs = append(f.envs, env)
 		f.mu.Unlock()
-		if status != cb.Status_SUCCESS {
-			return st.Send(&ab.BroadcastResponse{Status: status})
-		}
-		if err := st.Send(&ab.BroadcastResponse{Status: status}); err != nil {
-			return err
-		}
-	}
+		return status, status != cb.Status_SUCCESS
+	})
 }
 
 // TestTransferMutationsAreExactlyTheValidatorsInvalid runs the setup and the

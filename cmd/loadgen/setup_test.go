@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"io"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,10 +14,10 @@ import (
 	"fabricrepro/internal/ledger/statedb"
 	"fabricrepro/internal/ledger/txsim"
 	"fabricrepro/internal/msp"
-	"fabricrepro/internal/protoutil"
 	cb "fabricrepro/internal/protos/common"
 	ab "fabricrepro/internal/protos/orderer"
 	pb "fabricrepro/internal/protos/peer"
+	"fabricrepro/internal/protoutil"
 	moneytransfer "fabricrepro/workloads/money-transfer"
 )
 
@@ -41,19 +39,10 @@ func newFakeChain(db *txsim.MemDB) *fakeChain {
 }
 
 func (f *fakeChain) Broadcast(st ab.AtomicBroadcast_BroadcastServer) error {
-	for {
-		env, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return answerBroadcasts(st, func(env *cb.Envelope) (cb.Status, bool) {
 		f.commit(env)
-		if err := st.Send(&ab.BroadcastResponse{Status: cb.Status_SUCCESS}); err != nil {
-			return err
-		}
-	}
+		return cb.Status_SUCCESS, false
+	})
 }
 
 func (f *fakeChain) commit(env *cb.Envelope) {

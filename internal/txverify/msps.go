@@ -4,8 +4,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -31,14 +33,7 @@ type Membership struct {
 }
 
 // IDs lists the MSP IDs, sorted.
-func (m *Membership) IDs() []string {
-	ids := make([]string, 0, len(m.MSPs))
-	for id := range m.MSPs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
+func (m *Membership) IDs() []string { return slices.Sorted(maps.Keys(m.MSPs)) }
 
 // Manager is a fresh msp.Manager over the membership's MSPs.
 func (m *Membership) Manager() *msp.Manager {

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
+	"io"
 	"testing"
 
 	"fabricrepro/internal/chaincode"
 	"fabricrepro/internal/committer/txgen"
 	"fabricrepro/internal/endorser"
 	"fabricrepro/internal/ledger/txsim"
+	cb "fabricrepro/internal/protos/common"
+	ab "fabricrepro/internal/protos/orderer"
 	moneytransfer "fabricrepro/workloads/money-transfer"
 )
 
@@ -30,4 +34,24 @@ func endorsingPeer(t *testing.T) (*txgen.Network, *txsim.MemDB, *endorser.Endors
 		t.Fatal(err)
 	}
 	return n, db, en
+}
+
+// answerBroadcasts is the loop of the test orderers' Broadcast: each envelope
+// gets the status answer gives it, until the client closes the stream or
+// answer says the stream ends after this reply (as an orderer ends a stream
+// after a refusal).
+func answerBroadcasts(st ab.AtomicBroadcast_BroadcastServer, answer func(*cb.Envelope) (status cb.Status, last bool)) error {
+	for {
+		env, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		status, last := answer(env)
+		if err := st.Send(&ab.BroadcastResponse{Status: status}); err != nil || last {
+			return err
+		}
+	}
 }
