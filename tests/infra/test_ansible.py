@@ -68,6 +68,30 @@ def test_defaults_prefixed_documented_and_specified(role):
             f"{role.name}: argument spec {name} has no default and is not required"
 
 
+def required_with_default(defaults: dict, specs: dict) -> list[str]:
+    """The options an entry point of a role marks ``required`` that still have a default (in defaults/main.yml,
+    which holds for every entry point, or in the spec itself): Ansible never fails on such an option, so the
+    required mark checks nothing and a play that forgets the variable runs on the empty default."""
+    return sorted(f"{entry}.{name}" for entry, body in specs.items()
+                  for name, opt in ((body or {}).get("options") or {}).items()
+                  if (opt or {}).get("required") and (name in defaults or "default" in (opt or {})))
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_a_required_variable_has_no_default(role):
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
+    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    assert not required_with_default(defaults, specs), f"{role.name}: required but with a default"
+
+
+def test_a_required_variable_with_a_default_is_found():  # the negative control of the test above
+    specs = {"start": {"options": {"x_name": {"type": "str", "required": True},
+                                   "x_wait": {"type": "bool", "default": False}}},
+             "stop": {"options": {"x_pid": {"type": "str", "required": True, "default": ""}}}}
+    assert required_with_default({"x_wait": False}, specs) == ["stop.x_pid"]
+    assert required_with_default({"x_name": "", "x_wait": False}, specs) == ["start.x_name", "stop.x_pid"]
+
+
 @pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
 def test_fully_qualified_modules(role):
     skip = {"name", "tags", "loop", "when", "register", "vars", "notify", "changed_when", "failed_when",
