@@ -72,6 +72,11 @@ MUTATIONS = ("corrupt_creator_fraction", "corrupt_endorsement_fraction", "stale_
 VARIABLES = {"cpus": ["process_cpus"]}  # every component the process role starts runs on that many CPUs
 WORKLOAD_VARIABLES = {
     "transactions": ["loadgen_transactions"],
+    "payload_bytes": ["committerbench_payload_bytes", "loadgen_payload_bytes"],
+    "seed": ["loadgen_seed"],
+    "loadgen_streams": ["loadgen_streams"],
+    "accounts": ["loadgen_accounts"],
+    "last_block": ["blockwatch_stop_after"],
     "block_size": ["crypto_batch_size", "committerbench_block_size"],
     "batch_timeout_ms": ["crypto_batch_timeout_ms"],
     "point_timeout_s": ["committerbench_timeout_s", "loadgen_timeout_s", "blockwatch_timeout_s"],
@@ -81,7 +86,7 @@ WORKLOAD_VARIABLES = {
 }
 
 #: The counts ``derived_counts`` makes, which a table may pass down as it does a parameter.
-DERIVED = ("blocks", *(name.removesuffix("_fraction") + "_transactions" for name in MUTATIONS))
+DERIVED = ("blocks", "accounts", "last_block", *(name.removesuffix("_fraction") + "_transactions" for name in MUTATIONS))
 
 
 def _param(point: Point, name: str):
@@ -94,7 +99,11 @@ def _param(point: Point, name: str):
 
 def derived_counts(parameters: dict) -> dict:
     """The counts made of a point's parameters, computed here once for every table (``DERIVED``): ``blocks``,
-    the pre-made blocks of ``transactions`` at ``block_size`` (the last one partial); and per mutation kind
+    the pre-made blocks of ``transactions`` at ``block_size`` (the last one partial); ``accounts``, the two
+    fresh accounts per transfer the setup creates (conflict-free transfers; a Caliper round reuses them);
+    ``last_block``, the highest block a point's transfers can reach (``accounts`` and ``transactions`` at
+    one per block after the chaincode's deploy block: the block watcher stops at it at the latest, as
+    soon as every transfer has arrived, playbooks/roles/blockwatch/tasks/wait.yml); and per mutation kind
     ``<kind>_transactions``, the transfers a driver corrupts, ``<kind>_fraction`` of ``transactions`` (0 where
     the fraction is unset). None without ``transactions``."""
     if "transactions" not in parameters:
@@ -102,6 +111,8 @@ def derived_counts(parameters: dict) -> dict:
     transactions = int(parameters["transactions"])
     out = {name.removesuffix("_fraction") + "_transactions": round(float(parameters.get(name, 0)) * transactions)
            for name in MUTATIONS}
+    out["accounts"] = 2 * transactions
+    out["last_block"] = 1 + out["accounts"] + transactions
     if "block_size" in parameters:
         out["blocks"] = math.ceil(transactions / int(parameters["block_size"]))
     return out
@@ -132,22 +143,11 @@ def workload_variables(point: Point, counts: dict) -> dict:
     get theirs from its table and plugin, from the same parameters
     (tests/harness/test_config_owners.py). ``counts``: ``derived_counts`` of its parameters.
     """
-    transactions = int(_param(point, "transactions"))
-    for name in ("block_size", "batch_timeout_ms", "point_timeout_s"):  # the table's: an error naming the point
-        _param(point, name)                                             # where one is not set
-    payload = int(_param(point, "payload_bytes"))
-    seed = int(_param(point, "seed"))
-    # Setup creates two fresh accounts per transfer (conflict-free) after the
-    # chaincode deploy; every data block holds at least one transaction, so the
-    # watcher's last block is at most 1 + accounts + transactions. It is
-    # stopped as soon as every transfer has arrived (playbooks/roles/blockwatch/tasks/wait.yml).
-    accounts = 2 * transactions
+    for name in ("transactions", "block_size", "batch_timeout_ms", "point_timeout_s", "payload_bytes", "seed",
+                 "loadgen_streams"):   # the table's: an error naming the point where one is not set
+        _param(point, name)
     return {**systems.apply_table(WORKLOAD_VARIABLES, {**counts, **point.parameters}),
-            "committerbench_payload_bytes": payload,
-            "loadgen_accounts": accounts, "loadgen_rate_tps": _param(point, "rate_tps"),
-            "loadgen_payload_bytes": payload, "loadgen_seed": seed,
-            "loadgen_streams": int(_param(point, "loadgen_streams")),
-            "blockwatch_stop_after": 1 + accounts + transactions,
+            "loadgen_rate_tps": _param(point, "rate_tps"),
             # Mutation tests (docs/validity.md): the pre-made-block drivers corrupt these shares of the transfers.
             **{f"committerbench_{name}": float(point.parameters[name]) for name in MUTATIONS
                if name in point.parameters}}

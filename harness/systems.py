@@ -204,34 +204,65 @@ def independent_check(system: str, name: str, systems_dir: Path | None = None) -
     return checks[name]
 
 
+#: How a table passes a value to a role variable (an item ``{variable: transform}``; a bare name is ``int``):
+#: the roles take whole seconds, milliseconds and counts; fractions, flags and names as they are; a rate as
+#: the number it is (50 stays 50, 12.5 stays 12.5); and a size given in KiB (FastFabric's ``payload_kb``) as bytes.
+TRANSFORMS = {"int": int, "float": float, "bool": bool, "str": str,
+              "number": lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool) else float(v),
+              "kib": lambda v: int(float(v) * 1024)}
+
+
 def variables(name: str, systems_dir: Path | None = None) -> dict[str, list[str]]:
     """System ``name``'s table of role variables: for each parameter (or count the core derives from the
     parameters, ``harness.runner.derived_counts``), the variables of its roles it sets, declared once in
     ``system.yaml`` (``variables``), over those of the systems it extends. A variable the lineage names twice
-    is an error: each has one source."""
-    return {k: list(v) for k, v in _variables(name, Path(systems_dir or SYSTEMS_DIR)).items()}
+    is an error: each has one source. (How each value is passed: ``transforms``.)"""
+    return {k: [var for var, _ in v] for k, v in _variables(name, Path(systems_dir or SYSTEMS_DIR)).items()}
+
+
+def transforms(name: str, systems_dir: Path | None = None) -> dict[str, str]:
+    """Role variable -> the transform (``TRANSFORMS``) by which system ``name``'s table passes its value."""
+    return {var: how for v in _variables(name, Path(systems_dir or SYSTEMS_DIR)).values() for var, how in v}
+
+
+def table_items(table: dict, where: str) -> dict[str, tuple[tuple[str, str], ...]]:
+    """A table (parameter -> items: a role variable's name, or ``{name: transform}``) as parameter ->
+    ((variable, transform), ...); an unknown transform is an error naming ``where``."""
+    out = {}
+    for parameter, items in table.items():
+        pairs = []
+        for item in items:
+            for var, how in (item.items() if isinstance(item, dict) else ((item, "int"),)):
+                if how not in TRANSFORMS:
+                    raise HarnessError(f"{where}: variables: {parameter}: {var}: unknown transform {how!r} "
+                                       f"(one of: {', '.join(TRANSFORMS)})")
+                pairs.append((var, how))
+        out[parameter] = tuple(pairs)
+    return out
 
 
 @functools.lru_cache(maxsize=None)
-def _variables(name: str, systems_dir: Path) -> dict[str, tuple[str, ...]]:
-    out: dict[str, list[str]] = {}
+def _variables(name: str, systems_dir: Path) -> dict[str, tuple[tuple[str, str], ...]]:
+    out: dict[str, list[tuple[str, str]]] = {}
     owner: dict[str, str] = {}
     for system in reversed(lineage(name, systems_dir)):
-        for parameter, role_variables_ in (declaration(system, systems_dir).get("variables") or {}).items():
-            for var in role_variables_:
+        where = f"systems/{system}/system.yaml"
+        for parameter, pairs in table_items(declaration(system, systems_dir).get("variables") or {}, where).items():
+            for var, how in pairs:
                 if var in owner:
-                    raise HarnessError(f"systems/{system}/system.yaml: variables: {var} is set from {parameter}, "
+                    raise HarnessError(f"{where}: variables: {var} is set from {parameter}, "
                                        f"but {owner[var]} sets it already")
-                owner[var] = f"{parameter} (systems/{system}/system.yaml)"
-                out.setdefault(parameter, []).append(var)
+                owner[var] = f"{parameter} ({where})"
+                out.setdefault(parameter, []).append((var, how))
     return {k: tuple(v) for k, v in out.items()}
 
 
-def apply_table(table: dict[str, list[str]], values: dict) -> dict:
-    """The role variables a table (parameter -> role variables) sets from ``values``: each an integer (a number's
-    whole part: the roles take whole seconds, milliseconds, counts)."""
-    return {var: int(values[name]) for name, role_variables_ in table.items() if name in values
-            for var in role_variables_}
+def apply_table(table: dict, values: dict, where: str = "the core's table") -> dict:
+    """The role variables a table sets from ``values``: each value passed by its item's transform (``TRANSFORMS``;
+    a bare name: an integer, a number's whole part). A parameter not in ``values`` sets nothing: its roles keep
+    their defaults."""
+    return {var: TRANSFORMS[how](values[name]) for name, pairs in table_items(table, where).items()
+            if name in values for var, how in pairs}
 
 
 def role_variables(systems: list[str], parameters: dict, systems_dir: Path | None = None,
@@ -242,6 +273,8 @@ def role_variables(systems: list[str], parameters: dict, systems_dir: Path | Non
     values = {**(counts or {}), **parameters}
     out: dict = {}
     for name in dict.fromkeys(systems):
-        out.update(apply_table(_variables(name, Path(systems_dir or SYSTEMS_DIR)), values))
+        table = _variables(name, Path(systems_dir or SYSTEMS_DIR))
+        out.update(apply_table({k: [{var: how} for var, how in v] for k, v in table.items()}, values))
         out.update(plugin(name, systems_dir).role_variables(parameters))
     return out
+

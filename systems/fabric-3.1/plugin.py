@@ -17,26 +17,15 @@ class Plugin(SystemPlugin):
         return {"etcdraft": "Raft", "BFT": "SmartBFT"}.get(str(parameters.get("ordering", "etcdraft")))
 
     def role_variables(self, parameters: dict) -> dict:
-        # The network's ordering (fabric3_network); its block cutting and the load generator's mutation counts
-        # come from the system's table (system.yaml variables).
+        # Caliper's round after the measured transfers (roles/fabric3_caliper; README "Caliper beside our
+        # numbers"), not on a control point: its corrupted transfers are what its ledger must show invalid.
+        # Its accounts and payload, and the network's, peer's and chaincode's settings: the table (system.yaml).
+        rounds = int(parameters.get("caliper_transactions") or 0)
+        control = any(float(parameters.get(m) or 0) > 0 for m in ("corrupt_creator_fraction",
+                                                                  "corrupt_endorsement_fraction",
+                                                                  "stale_read_fraction"))
         return {**super().role_variables(parameters),
-                **({"fabric3_network_consensus": parameters["ordering"]} if "ordering" in parameters else {}),
-                # the peer's state database (goleveldb, or CouchDB under the driver end-to-end-couchdb)
-                **({"fabric3_peer_state_database": str(parameters["state_database"])}
-                   if "state_database" in parameters else {}),
-                # how the chaincode's transfer calls the peer: per-key, or v3.1's batched calls (Fujitsu's idea)
-                **({"fabric3_chaincode_api": str(parameters["chaincode_api"])} if "chaincode_api" in parameters else {}),
-                # ordering-bench: the envelopes' data bytes (Fig. 6's envelope size) for the load generator's envelopes
-                **({"loadgen_payload_bytes": int(parameters["envelope_bytes"])} if "envelope_bytes" in parameters else {}),
-                # Caliper's round after the measured transfers (roles/fabric3_caliper; README "Caliper beside our numbers")
-                **({"fabric3_caliper_transactions": int(parameters["caliper_transactions"]),
-                    "fabric3_caliper_accounts": 2 * int(parameters.get("transactions", 0)),
-                    "fabric3_caliper_payload_bytes": int(parameters.get("payload_bytes", 0))}
-                   if int(parameters.get("caliper_transactions") or 0) > 0
-                   # not on a control point (its corrupted transfers are what its ledger must show invalid)
-                   and not any(float(parameters.get(m) or 0) > 0 for m in ("corrupt_creator_fraction",
-                                                                          "corrupt_endorsement_fraction",
-                                                                          "stale_read_fraction")) else {})}
+                **({"fabric3_caliper_transactions": rounds} if rounds > 0 and not control else {})}
 
     def commands(self) -> list:
         return [smoke.COMMAND, network_files.COMMAND, catchup.COMMAND]

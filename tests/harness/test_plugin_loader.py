@@ -94,5 +94,5 @@ def test_the_repositorys_systems_load_and_their_commands_are_found():
         systems.plugin_class(name)  # every hook checked
     assert ("bftsmart-orderer", "microbench") in systems.commands()
     # a system extending fabric-1.2 inherits its role variables through the one declaration
-    assert "fabric_crypto_orderer_type" in systems.plugin("fastfabric").role_variables({})
-    assert "fabric_crypto_orderer_type" not in systems.plugin("bftsmart-orderer").role_variables({})
+    assert "fabric_crypto_orderer_type" in systems.role_variables(["fastfabric"], {"orderer_type": "kafka"})
+    assert "fabric_crypto_orderer_type" not in systems.role_variables(["bftsmart-orderer"], {"orderer_type": "kafka"})

@@ -19,7 +19,7 @@ import yaml
 
 from harness import catalogue, upstream
 from harness.errors import HarnessError
-from harness.systems import plugin
+from harness.systems import plugin, role_variables
 
 PLUGIN = plugin("fabric-3.1")  # registers the package fabricrepro_systems.fabric_3_1
 from fabricrepro_systems.fabric_3_1 import endorsements as E  # noqa: E402
@@ -71,9 +71,8 @@ def test_go_chaincode_tests_pass():
 
 
 def test_parameter_reaches_the_chaincode_role():
-    p = PLUGIN
-    assert p.role_variables({"chaincode_api": "batched"})["fabric3_chaincode_api"] == "batched"
-    assert "fabric3_chaincode_api" not in p.role_variables({})  # the role's default: per-key
+    assert role_variables(["fabric-3.1"], {"chaincode_api": "batched"})["fabric3_chaincode_api"] == "batched"
+    assert "fabric3_chaincode_api" not in role_variables(["fabric-3.1"], {})  # the role's default: per-key
     defaults = yaml.safe_load((REPO / "systems/fabric-3.1/roles/fabric3_chaincode/defaults/main.yml").read_text())
     assert defaults["fabric3_chaincode_api"] == "per-key"
     tasks = (REPO / "systems/fabric-3.1/roles/fabric3_chaincode/tasks/main.yml").read_text()

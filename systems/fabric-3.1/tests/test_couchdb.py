@@ -18,7 +18,7 @@ import yaml
 
 from harness import config, validity
 from harness.errors import HarnessError
-from harness.systems import plugin
+from harness.systems import role_variables
 
 REPO = Path(__file__).resolve().parents[3]
 SYSTEM = REPO / "systems" / "fabric-3.1"
@@ -51,11 +51,12 @@ def test_parameter_is_fabrics_own_name_and_values():
 
 
 @pytest.mark.parametrize("system", ["fabric-3.1", "fabric-2.5"])
-def test_plugin_gives_the_peer_its_state_database(system):
-    p = plugin(system)
-    assert p.role_variables({"state_database": "CouchDB"})["fabric3_peer_state_database"] == "CouchDB"
-    assert p.role_variables({"state_database": "goleveldb"})["fabric3_peer_state_database"] == "goleveldb"
-    assert "fabric3_peer_state_database" not in p.role_variables({})  # the role's default, goleveldb
+def test_the_systems_table_gives_the_peer_its_state_database(system):
+    def variables(parameters):
+        return role_variables([system], parameters)
+    assert variables({"state_database": "CouchDB"})["fabric3_peer_state_database"] == "CouchDB"
+    assert variables({"state_database": "goleveldb"})["fabric3_peer_state_database"] == "goleveldb"
+    assert "fabric3_peer_state_database" not in variables({})  # the role's default, goleveldb
 
 
 @pytest.mark.parametrize("system", ["fabric-3.1", "fabric-2.5"])
