@@ -21,6 +21,8 @@ MUTATION_PARAMETERS = {
     "corrupt_creator_fraction": "bad_creator",
     "corrupt_endorsement_fraction": "bad_endorsement",
     "stale_read_fraction": "stale_read",
+    "fabric_x_invalid_signature_fraction": "bad_signature",
+    "fabric_x_conflict_fraction": "conflict",
 }
 
 #: Lines no healthy component prints, whatever its system: Go's runtime, the JVM, a taken port, log4j's

@@ -12,7 +12,14 @@ class Plugin(SystemPlugin):
         return {**super().build_kinds(), go_vendor_build.NAME: go_vendor_build.KIND}
 
     def role_variables(self, parameters: dict) -> dict:
-        return {"fabric_x_loadgen_invalid_signatures": float(parameters.get(store.INVALID_SIGNATURES, 0) or 0)}
+        return {"fabric_x_loadgen_invalid_signatures": float(parameters.get(store.INVALID_SIGNATURES, 0) or 0),
+                "fabric_x_loadgen_conflicts": float(parameters.get(store.CONFLICTS, 0) or 0)}
+
+    def upstream_ref(self, parameters: dict) -> dict | None:
+        # a user's own committer tag, branch or commit (--set fabric_x_ref=<ref>): built from git in place of the
+        # recipe's pin, with its patches (harness/user_refs.py; README "Your own Fabric-X commit")
+        ref = parameters.get("fabric_x_ref")
+        return {"ref": str(ref), "parameter": "fabric_x_ref"} if ref not in (None, "") else None
 
     def tables(self) -> list[Table]:
         return [Table("store_samples", ("t_ns", "committed", "total")),
@@ -36,7 +43,14 @@ class Plugin(SystemPlugin):
                        arma_blocks.arma_ordered_tps,
                        "the load's transactions per second as Arma's assembler appends their blocks, from the first "
                        "load block's append to the last one's (its log, whole ms; the first block opens the interval, "
-                       "uncounted); end to end only")]
+                       "uncounted); end to end only"),
+                # Table I's metric under the core's name, so that e2e-revisit-fabric-x's columns compare on one:
+                # commit_throughput_tps's arithmetic (first block opens the interval) on the committer's blocks
+                Metric("throughput_tps", "tx/s", (block_commits.TABLE, "block_txs", "loadgen_run"),
+                       block_commits.run_throughput_tps,
+                       "the load's transactions COMMITTED in Fabric-X's store per second between its blocks' commits "
+                       "(the load generator's per-block status lines; the first block opens the interval), as "
+                       "run_throughput_tps")]
 
     def independent_checks(self) -> list[IndependentCheck]:
         return [IndependentCheck("fabric-x-store",

@@ -20,13 +20,16 @@ from harness.plugin_api import NS_PER_S
 
 #: the point parameter (parameters.yaml): the share of transactions the load generator signs wrongly on purpose
 INVALID_SIGNATURES = "fabric_x_invalid_signature_fraction"
+#: the point parameter: the share of transactions whose next one reads and writes the same new key
+CONFLICTS = "fabric_x_conflict_fraction"
 
 
-def invalid_signature_fraction(point_dir: Path) -> float:
-    """The share of wrongly signed transactions the point asked for (point.json's parameters; 0 without)."""
+def planted_fraction(point_dir: Path, parameter: str = INVALID_SIGNATURES) -> float:
+    """The share of spoiled transactions of one kind (``INVALID_SIGNATURES``, ``CONFLICTS``) the point asked for
+    (point.json's parameters; 0 without)."""
     path = Path(point_dir) / "point.json"
     parameters = json.loads(path.read_text()).get("parameters", {}) if path.is_file() else {}
-    return float(parameters.get(INVALID_SIGNATURES, 0) or 0)
+    return float(parameters.get(parameter, 0) or 0)
 
 
 def measured_window(samples: pd.DataFrame, transactions: int) -> tuple[int, int, int, int]:
@@ -130,11 +133,18 @@ def check(point_dir: Path, tables: dict) -> tuple[dict, list[str]]:
                         f"(set-up transactions: {setup}, expected 1 or 2)")
     # The load's codes: every one COMMITTED when no wrong signature was asked for; else the wrongly signed share
     # ABORTED_SIGNATURE_INVALID within 5 standard deviations of the asked share (the generator draws each).
-    fraction = invalid_signature_fraction(point_dir)
+    fraction = planted_fraction(point_dir)
     aborted = int((codes["validation_code"] == "ABORTED_SIGNATURE_INVALID").sum())
-    others = total - valid - aborted
+    # MVCC conflicts only where the point planted pairs of transactions on one key (which ones: the control's
+    # mutations, held exactly by the core, harness/validity.py mutation_check)
+    conflicts = int((codes["validation_code"] == "ABORTED_MVCC_CONFLICT").sum())
+    if conflicts and not planted_fraction(point_dir, CONFLICTS):
+        problems.append(f"{conflicts} transaction(s) ABORTED_MVCC_CONFLICT, but no conflicting transactions were "
+                        "asked for (every key is new)")
+    others = total - valid - aborted - conflicts
     if others:
-        problems.append(f"{others} transaction(s) of the store neither COMMITTED nor ABORTED_SIGNATURE_INVALID")
+        problems.append(f"{others} transaction(s) of the store neither COMMITTED, ABORTED_SIGNATURE_INVALID nor "
+                        "ABORTED_MVCC_CONFLICT")
     expected = fraction * asked
     spread = 5 * math.sqrt(asked * fraction * (1 - fraction))
     if fraction == 0 and aborted:
@@ -149,6 +159,7 @@ def check(point_dir: Path, tables: dict) -> tuple[dict, list[str]]:
         problems.append(f"the store's last sample counts {int(samples['committed'].max())} committed of "
                         f"{int(samples['total'].max())}, its dump {valid} of {total}")
     section = {"store_transactions": total, "store_committed": valid, "store_signature_invalid": aborted,
+               "store_mvcc_conflict": conflicts,
                "invalid_signature_fraction": fraction, "loadgen_asked": asked,
                "setup_transactions": setup, "sidecar_blocks": int(len(got)),
                "sidecar_committed": int(got["committed"].sum()), "store_blocks": int(len(store))}
