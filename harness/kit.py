@@ -41,7 +41,7 @@ import time
 import zlib
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, kit_java, user_refs
+from . import REPO_ROOT, SCHEMA_VERSION, kit_java, kit_target, user_refs
 from .analyze import analyze_run
 from .builds import prepare
 from .catalogue import load_paper
@@ -53,7 +53,8 @@ from .upstream_source import sha256_file
 from .kit_parts import (  # noqa: F401 (re-exported: harness.kit is the kit's one entry point)
     KIT_FORMAT, RUN_FORMAT, KIT_BUILD, KIT_PLANS, PLAN_FORMAT, MAX_BYTES, TARGET_TOOLS, OLDEST_PYTHON,
     OLDER_ANSIBLE, WHEEL_PACKAGES, STATIC_GO, elf_linking, tool_refusals, upstream_files, uses_upstream,
-    target_python, wheel_requirements, wheelhouse, static_commands, stripped, harness_modules, repo_files)
+    target_python, wheel_requirements, wheelhouse, static_commands, stripped, harness_modules, repo_files, made_files,
+    stored_jars)
 
 
 # ---------------------------------------------------------------- building a kit
@@ -79,6 +80,8 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 py=python3
 if [ "${1:-}" = "--python" ]; then py=$2; shift 2; fi
+# before anything is made: can this host hold the plan, and how long will it take (harness/kit_target.py)
+(cd "$here" && "$py" -s -m harness.kit_target)
 if [ ! -f "$here/venv/.complete" ]; then
   rm -rf "$here/venv"
   "$py" -m venv --without-pip "$here/venv"
@@ -190,13 +193,16 @@ def _carried(choice, commands: list[str], bin_dir: Path) -> tuple[dict[str, Path
                 src = Path(path) / rel
                 if src.exists():
                     carried[f"{build_paths[path]}/{rel.rstrip('/')}"] = src
+            if all((Path(path) / rel).exists() for rel in files):  # a build this role runs on (another variant's not)
+                made = made_files(role, Path(path), KIT_BUILD / "made" / build_paths[path])
+                carried.update({f"{build_paths[path]}/{rel}": src for rel, src in made.items()})
     dynamic = [arc for arc, src in sorted(carried.items()) if src.is_file() and elf_linking(src) == "dynamic"]
     if dynamic:
         raise HarnessError("kit: cannot carry dynamically linked binaries: " + ", ".join(dynamic),
                            hint="a kit takes static binaries only (CGO_ENABLED=0)")
     for path, arc in build_paths.items():
         carried[f"{arc}/build.json"] = Path(path) / "build.json"
-    return stripped(carried, KIT_BUILD / "stripped"), build_paths
+    return stored_jars(stripped(carried, KIT_BUILD / "stripped"), KIT_BUILD / "stored"), build_paths
 
 
 def _plan_doc(paper, plan, choice, layout: dict, build_paths: dict[str, str]) -> dict:
@@ -308,11 +314,22 @@ def _java_for(parts: list[dict], carried: dict[str, Path], log) -> tuple[Path | 
                                "made from"}
 
 
+def _needs(paper_id: str, parts: list[dict], py: tuple[int, int], java: dict | None, results: Path | None) -> dict:
+    """``kit.json`` ``needs``: what the plans ask of the target and their points' costs measured in this machine's
+    run store ``results`` (default ``results/``), for ./kit/run's first check (harness/kit_target.py)."""
+    from .preflight import MIN_FREE_GIB
+    from .reproduce import RESULTS
+    scale = parts[0]["plan"].scale
+    return kit_target.plan_needs([(paper_id, p["id"], [pt.to_dict() for pt in p["plan"].points],
+                                   largest_cpus(p["plan"])) for p in parts], Path(results or RESULTS), py,
+                                 (java or {}).get("glibc_at_least"), MIN_FREE_GIB.get(scale, MIN_FREE_GIB["smoke"]))
+
+
 def build_kit(paper_id: str, experiment_id: str | list[str], out: Path, *, scale: str = "smoke",
               build: str = "auto", overrides: dict | None = None, repeat: int | None = None,
               variants: list[str] | None = None, controls: bool = True, python: str | None = None,
               max_bytes: int = MAX_BYTES, preset: int = 9, source: str = "auto", plans: Path | None = None,
-              log=print) -> dict:
+              results: Path | None = None, log=print) -> dict:
     """Build the kit of one experiment, or of several (a list), into ``out`` (a ``.tar.xz``) and return its
     manifest (``kit.json``, with ``bytes``, ``pack_s``, ``wall_s`` and ``space``: what each part took before
     compression). Each experiment's plan is kept at home in ``plans`` (default ``KIT_PLANS``; ``keep_plan``).
@@ -322,7 +339,8 @@ def build_kit(paper_id: str, experiment_id: str | list[str], out: Path, *, scale
     The plan is ``invoke reproduce``'s for the same options (``reproduce.plan_experiments``), on the
     local provider. ``python`` is the target's Python (MAJOR.MINOR; default this one's). Refuses,
     naming them, components a kit cannot carry, and a kit larger than ``max_bytes``. A component that needs
-    ``java`` gets the kit's own runtime (harness/kit_java.py). ``preset`` is xz's (9: a 64 MiB window, in
+    ``java`` gets the kit's own runtime (harness/kit_java.py). ``needs`` says what the target must hold and what
+    each point cost in ``results`` (this machine's run store; harness/kit_target.py). ``preset`` is xz's (9: a 64 MiB window, in
     which the near-identical commands of several upstream builds compress to one; the tests take 0, fast).
     """
     began = time.monotonic()
@@ -345,6 +363,7 @@ def build_kit(paper_id: str, experiment_id: str | list[str], out: Path, *, scale
                     "made_utc": iso(utc_now()), "made_on": socket.gethostname(),
                     "target": manifests[ids[0]]["target"], "kits": manifests}
         texts = {f"plans/{e}.json": body for e, body in docs.items()}
+    manifest["needs"] = _needs(paper_id, parts, py, java, results)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")

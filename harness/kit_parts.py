@@ -126,6 +126,44 @@ def repo_files(role: str) -> list[str]:
     return out
 
 
+def made_files(role: str, build: Path, dest: Path) -> dict[str, Path]:
+    """The files a role's ``meta/kit.yml`` says are made here when the kit is built and carried beside its
+    upstream build (``made_files``: each a ``path`` inside the build, an ``argv`` and an ``env`` with
+    ``{{ build }}`` (the build here), ``{{ out }}`` (the file to write), ``{{ PATH }}`` (this machine's) and
+    the role's defaults filled in): fabric_channel's chaincode package, which needs Go and the chaincode's
+    source, neither on the target. Made under ``dest`` once per build (``{path in the build: file}``)."""
+    declared = (role_dir(role) or Path("/nonexistent")) / "meta" / "kit.yml"
+    specs = (yaml.safe_load(declared.read_text(encoding="utf-8")) or {}).get("made_files") or [] \
+        if declared.is_file() else []
+    out = {}
+    for spec in specs:
+        values = {**{k: str(v) for k, v in role_defaults(role).items()}, "build": str(build),
+                  "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        fill = lambda text, **more: re.sub(r"\{\{\s*(\w+)\s*\}\}",  # noqa: E731
+                                          lambda m: {**values, **more}.get(m.group(1), m.group(0)), str(text))
+        rel = fill(spec.get("path", ""))
+        if not rel or "{{" in rel or ".." in rel or rel.startswith("/") or not spec.get("argv"):
+            raise HarnessError(f"{declared}: made_files: {spec!r} needs a path inside the build its defaults fill "
+                               "and an argv")
+        target = Path(dest) / rel
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".partial")
+            argv = [fill(a, out=str(partial)) for a in spec["argv"]]
+            home = dest / ".home"
+            home.mkdir(parents=True, exist_ok=True)
+            env = {"HOME": str(home), "GOCACHE": str(home / "gocache"),
+                   **{k: fill(v) for k, v in (spec.get("env") or {}).items()}}
+            proc = subprocess.run(argv, env=env, cwd=home, capture_output=True, text=True, check=False)
+            if proc.returncode != 0 or not partial.is_file():
+                partial.unlink(missing_ok=True)
+                raise HarnessError(f"kit: making {rel} for role {role} failed ({' '.join(argv[:3])} ...): "
+                                   + (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1])
+            partial.rename(target)
+        out[rel] = target
+    return out
+
+
 def uses_upstream(role: str) -> bool:
     return any("fabricrepro_upstream_dir" in str(v) or "fabricrepro_companion_dirs" in str(v)
                for v in role_defaults(role).values())
@@ -226,14 +264,43 @@ def stripped(carried: dict[str, Path], cache: Path) -> dict[str, Path]:
     return out
 
 
+def stored_jars(carried: dict[str, Path], cache: Path) -> dict[str, Path]:
+    """``carried`` with every jar (a file, or one in a carried folder, which is then listed file by file)
+    replaced by a copy whose entries are stored, not deflated (the same entries, names and order; a signed
+    jar's signatures cover the entries' bytes, not their compression): xz compresses class files about half
+    again as well as deflate does, and cannot compress deflated ones. Made under ``cache`` once."""
+    import zipfile
+    out = {}
+    for arc, src in carried.items():
+        files = {arc: src} if src.is_file() else {f"{arc}/{f.relative_to(src).as_posix()}": f
+                                                   for f in sorted(src.rglob("*")) if f.is_file()}
+        if not any(a.endswith(".jar") for a in files):
+            out[arc] = src
+            continue
+        for a, f in files.items():
+            dest = cache / a
+            if a.endswith(".jar") and (not dest.is_file() or dest.stat().st_mtime < f.stat().st_mtime):
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                partial = dest.with_name(dest.name + ".partial")
+                with zipfile.ZipFile(f) as zin, zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as zout:
+                    for info in zin.infolist():
+                        data = zin.read(info)  # before the entry's compression is changed: zin reads by it
+                        info.compress_type = zipfile.ZIP_STORED
+                        zout.writestr(info, data)
+                partial.rename(dest)
+            out[a] = dest if a.endswith(".jar") else f
+    return out
+
+
 def harness_modules() -> list[Path]:
-    """The harness's files the target runs: ``harness.kit_run`` and every harness module it imports,
+    """The harness's files the target runs: ``harness.kit_run``, ``harness.kit_target`` (the check of the host
+    before the venv is made) and every harness module they import,
     found by importing it in a fresh interpreter where pandas, numpy, pyarrow, matplotlib and jsonschema
     cannot be imported (so this fails if a change makes the measuring half need one of them)."""
     blocked = ["pandas", "numpy", "pyarrow", "matplotlib", "jsonschema"]
     code = ("import sys\n"
             f"for m in {blocked!r}: sys.modules[m] = None\n"
-            "import harness.kit_run\n"
+            "import harness.kit_run, harness.kit_target\n"
             "print('\\n'.join(sorted({m.__file__ for n, m in sys.modules.items()\n"
             "                          if n == 'harness' or n.startswith('harness.')})))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
