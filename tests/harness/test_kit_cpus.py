@@ -123,3 +123,30 @@ def test_a_jvm_started_with_cpus_1_runs_on_one_core_and_is_told_so(tmp_path):
     assert count.split("=")[1].split()[0] == "1" and "command line" in count
     assert "Picked up JDK_JAVA_OPTIONS: -XX:ActiveProcessorCount=1" in (work / "jvm.log").read_text()
     assert (work / "affinity_jvm.csv").read_text().splitlines()[1].endswith(f',"{first}"')
+
+
+def test_a_kits_plan_for_a_cpus_sweep_pins_every_point_kafka_and_zookeeper_included():
+    """FastFabric's Table I with cpus=1,2, as a kit plans it (harness/kit.py ``_plan_doc``, the builds' paths
+    made up): each point hands its cpus to the process role, which starts Kafka's and ZooKeeper's supervisors
+    (their JVMs inherit the mask and JDK_JAVA_OPTIONS), FastFabric's deliver client its own copy; the plan's
+    largest cpus is what the target check asks for."""
+    import yaml
+    from harness import kit
+    from harness.catalogue import load_paper
+    from harness.config import parse_assignments
+    from harness.errors import HarnessError
+    paper = load_paper("fastfabric")
+    try:
+        plan, choice, layout = kit._kit_choice(paper, "table1-end-to-end", "smoke", "upstream", "auto",
+                                               parse_assignments(["cpus=1,2"]), 1, None, False, lambda _: None)
+    except HarnessError as e:
+        pytest.skip(f"FastFabric's upstream builds cannot be had here: {e}")
+    builds = [*choice.builds.values(), *[c for cs in choice.companions.values() for c in cs.values()]]
+    doc = kit._plan_doc(paper, plan, choice, layout, {str(b.path): f"build/upstream/b{i}" for i, b in enumerate(builds)})
+    pinned = {p["point"]["id"]: (p["point"]["parameters"]["cpus"], p["role_variables"]["process_cpus"]) for p in doc["points"]}
+    assert sorted(pinned) == ["fabric-1.2__cpus=1__r0", "fabric-1.2__cpus=2__r0", "fastfabric__cpus=1__r0",
+                              "fastfabric__cpus=2__r0"]
+    assert all(asked == given for asked, given in pinned.values()) and doc["largest_cpus"] == 2
+    for role in ("kafka", "zookeeper"):
+        tasks = yaml.safe_load((REPO_ROOT / "playbooks" / "roles" / role / "tasks" / "run.yml").read_text())
+        assert any((t.get("ansible.builtin.include_role") or {}).get("name") == "process" for t in tasks), role
