@@ -132,6 +132,7 @@ def test_runnable_set_is_as_planned():
         # Fabric-X's own claim, judged like a paper's (issue 49)
         ("fabric-x", "committer-compact"),
         ("fabric-x", "e2e-compact-arma"),  # end to end through Arma (driver arma-loadgen)
+        ("fabric-x", "e2e-revisit-fabric-x"),  # ours: v3.1 Raft against Fabric-X with Arma, end to end
         ("fujitsu-api", "fig2-chaincode-time"),
         ("fujitsu-api", "fig4-api-comparison"),
         ("fujitsu-api", "fig5-network-latency"),
