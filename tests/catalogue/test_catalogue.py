@@ -127,6 +127,7 @@ def test_runnable_set_is_as_planned():
         # ours, not the paper's: each paper's idea on v3.1 (issue 35)
         ("validation-opt", "validation-revisit-v31"),
         ("fastfabric", "fig6-revisit-v31"),
+        ("fastfabric", "fig6-revisit-fabric-x"),  # ours: Fig. 6 on Fabric-X's committer beside 1.2, P-III and v3.1
         ("fujitsu-api", "fig4-revisit-v31"),
         ("bftsmart-orderer", "fig6-revisit-smartbft"),
         # Fabric-X's own claim, judged like a paper's (issue 49)
