@@ -232,7 +232,7 @@ def test_the_first_screen_says_how_ours_run():
     from harness.report.glance import glance_blocks
     blocks, _ = glance_blocks("fastfabric", [])
     text = " ".join(b[1] for b in blocks)
-    assert "`invoke reproduce --paper fastfabric` runs the paper's own experiments; the 7 of ours" in text
+    assert "`invoke reproduce --paper fastfabric` runs the paper's own experiments; the 8 of ours" in text
     assert "run with `--ours` (all of them) or by name (`--experiment <id>`)" in text
     assert "--ours" not in " ".join(b[1] for b in glance_blocks("fujitsu-nosuch", [])[0])
 
