@@ -105,7 +105,8 @@ def checked_form(check: dict) -> str:
         reason = f", its reason saying \"{check['reason']}\"" if check.get("reason") else ""
         return f"`{exp}`{build}{reps}: {kind} `{check[kind]}` {what} {allowed}{measured}{reason}"
     if kind == "evidence":
-        return f"`{exp}`{build}: every point complete and ledger-proven, every control point passed"
+        proven = " or ".join(check.get("evidence") or ["ledger-proven"])
+        return f"`{exp}`{build}: every point complete and {proven}, every control point passed"
     if kind == "regress":
         if "max_called" in check:
             return (f"`reports/regress/{check['page']}`: at most {check['max_called']} of at least "
