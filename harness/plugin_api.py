@@ -187,6 +187,16 @@ class SystemPlugin:
         (``harness.user_refs``)."""
         return None
 
+    def before_playbook(self, spec: dict, variables: dict, inventory: dict) -> dict:
+        """Files this system writes on the controller before a point's driver playbook runs, and the variables
+        it adds to the playbook's (v3.1's network: identities, genesis block, each node's configuration, placed
+        on the inventory's hosts). The core calls it in the point loop (harness/point_loop.py), on every path
+        that measures points, after the hosts are up and the inventory written. ``spec``: the driver
+        (``playbook``, ``roles``); ``variables``: the playbook's variables over its roles' defaults as written
+        (a default that is a template comes unrendered); ``inventory``: ``groups`` (group -> hosts), ``hosts``
+        (host -> its variables) and ``vars`` (every host's). Nothing by default."""
+        return {}
+
 
 #: The hooks by name, as the loader checks plugins against them.
 HOOKS = tuple(name for name, value in vars(SystemPlugin).items()

@@ -6,11 +6,13 @@ carries as ``plan.json``): the laid-out ``topology`` record, the links to shape,
 the paper's ``host_settings``, ``topology_not_deployed``, and ``points``, each
 entry the point (``Point.to_dict()``), its driver ``spec``, its builds
 (``upstream_dir``, ``companion_dirs``: absolute here, relative to the kit's
-folder in a kit), its ``role_variables`` and the watcher's ``fatal_patterns``.
+folder in a kit), its ``role_variables``, the watcher's ``fatal_patterns`` and ``before_playbook``
+(whether a system of the point writes files before its playbook: its plugin's hook, called here).
 The loop brings the hosts up, checks hosts known only now (ssh/aws), writes the
 inventory, shapes the links, tunes the hosts, measures the signature
 verification rate before and after the points, and per point keeps an earlier
-attempt, sets its link delay, measures it (``measure.measure_point``), counts a
+attempt, sets its link delay, has its system write the files its playbook needs (``before_playbook``),
+measures it (``measure.measure_point``), counts a
 failure and checks that no host was lost; it always takes the hosts down.
 
 What differs between the two callers is a ``Measuring`` (this base is the
@@ -33,9 +35,12 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import yaml
+
 from . import REPO_ROOT, preflight
+from .deploy import role_defaults
 from .errors import HarnessError, Interrupted
-from .measure import MEASUREMENT, measure_point, measure_primitives, point_variables
+from .measure import MEASUREMENT, inventory_hosts, measure_point, measure_primitives, point_variables
 from .progress import Progress
 from .rundir import Run, write_json
 from .topology import Host, Layout
@@ -138,6 +143,8 @@ def _point(run: Run, entry: dict, provider, inventory: Path, links: list, progre
              "companion_dirs": {s: str(REPO_ROOT / d) for s, d in entry["companion_dirs"].items()} or None}
     variables = {**point_variables(run, point, entry["spec"], provider.work_root, provider.bin_dir, **where),
                  **entry["role_variables"]}
+    if entry.get("before_playbook"):  # the files its system writes before the playbook (v3.1's network)
+        variables.update(before_playbook(point, entry, variables, inventory))
     try:
         measured = measure_point(run, point, entry["spec"], inventory, variables, entry["fatal_patterns"],
                                  progress)
@@ -153,3 +160,21 @@ def _point(run: Run, entry: dict, provider, inventory: Path, links: list, progre
         raise HarnessError("host(s) lost during point " + point["id"] + ": "
                            + "; ".join(f"{h}: {why}" for h, why in sorted(lost.items())))
     return False
+
+
+def before_playbook(point: dict, entry: dict, variables: dict, inventory: Path) -> dict:
+    """The ``before_playbook`` hooks of a point's systems (its own, its companions'; plugin_api), where the
+    measuring plan says one writes files before the playbook: given the driver, the playbook's variables over
+    its roles' defaults and the inventory just written; the variables they add."""
+    defaults = {k: v for role in entry["spec"].get("roles") or [] for k, v in role_defaults(role).items()}
+    doc = (yaml.safe_load(Path(inventory).read_text(encoding="utf-8")) or {}).get("all") or {}
+    found = {"groups": inventory_hosts(inventory), "vars": dict(doc.get("vars") or {}),
+             "hosts": {h: dict(v or {}) for h, v in (doc.get("hosts") or {}).items()}}
+    try:  # here only: the plugins need the analysis libraries, which a kit's target has not
+        from . import systems
+    except ImportError as e:
+        raise HarnessError(f"point {point['id']}: system {point['system']} writes files before its playbook (its "
+                           f"plugin's before_playbook), which needs {e.name}, not here (a kit carries no "
+                           "system's Python)") from None
+    return systems.before_playbook([point["system"], *entry["companion_dirs"]], entry["spec"],
+                                   {**defaults, **variables}, found)

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, capacity, preflight, topology, user_refs, validity
+from . import REPO_ROOT, SCHEMA_VERSION, capacity, preflight, systems, topology, user_refs, validity
 from .analyze import analyze_run
 from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
@@ -178,7 +178,8 @@ def measuring_plan(plan: Plan, build: Choice, paper: dict, topology_record: dict
         return {"point": point.to_dict(), "spec": build.driver_spec(point.variant, point.system),
                 "upstream_dir": where(str(up.path)) if up else None, "companion_dirs": companions,
                 "role_variables": role_variables(point, list(companions), systems_dir),
-                "fatal_patterns": validity.fatal_patterns(point.system, systems_dir or validity.SYSTEMS)}
+                "fatal_patterns": validity.fatal_patterns(point.system, systems_dir or validity.SYSTEMS),
+                "before_playbook": systems.prepares([point.system, *companions], systems_dir)}
     return {"experiment": plan.experiment, "topology": topology_record, "links": links,
             "host_settings": dict((paper.get("settings") or {}).get("sysctl") or {}),  # e.g. Fujitsu's TCP reuse
             "topology_not_deployed": not_deployed(plan.experiment, build.layout()),

@@ -5,7 +5,6 @@ the core's services through ``plugin_api.CommandTools``, never by importing the 
 from __future__ import annotations
 
 import shlex
-import sys
 
 from . import systems, upstream
 from .deploy import run_playbook
@@ -22,20 +21,3 @@ def run(system: str, name: str, args: str = "") -> int:
         raise HarnessError(f"system {system!r} has no command {name!r} (commands: {known})")
     tools = CommandTools(build_upstream=upstream.build, run_playbook=run_playbook, netns_cluster=netns.NetnsCluster)
     return commands[(system, name)].run(shlex.split(args), tools)
-
-
-def main(argv: list[str]) -> int:
-    """``python -m harness.system_commands SYSTEM NAME [ARG...]``: what a playbook on the controller runs (the
-    arguments as given, no shell splitting)."""
-    if len(argv) < 2:
-        print("usage: python -m harness.system_commands SYSTEM NAME [ARG...]", file=sys.stderr)
-        return 2
-    try:
-        return run(argv[0], argv[1], shlex.join(argv[2:]))
-    except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

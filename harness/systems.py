@@ -278,3 +278,19 @@ def role_variables(systems: list[str], parameters: dict, systems_dir: Path | Non
         out.update(plugin(name, systems_dir).role_variables(parameters))
     return out
 
+
+def prepares(systems: list[str], systems_dir: Path | None = None) -> bool:
+    """Whether a plugin of these systems (a point's own and its companions) writes files before the driver's
+    playbook (overrides ``before_playbook``): the measuring plan says so per point, so that the loop loads no
+    plugin for a point that needs none (a kit carries no system's Python)."""
+    return any(type(plugin(n, systems_dir)).before_playbook is not SystemPlugin.before_playbook
+               for n in dict.fromkeys(systems))
+
+
+def before_playbook(systems: list[str], spec: dict, variables: dict, inventory: dict,
+                    systems_dir: Path | None = None) -> dict:
+    """Each of these systems' ``before_playbook`` hook in turn (plugin_api); the variables they add."""
+    out: dict = {}
+    for name in dict.fromkeys(systems):
+        out.update(plugin(name, systems_dir).before_playbook(spec, {**variables, **out}, inventory))
+    return out

@@ -15,7 +15,7 @@ Here:
   identity signs nothing a block's validation checks); no gossip with peer0 (its bootstrap is itself), so every
   block comes from the orderers; private-data pulls give up after ``PVT_PULL_RETRY`` (the lifecycle approval's
   implicit collection, before the transfer blocks: peer0 holds it, no peer is asked) and no reconciler runs.
-  The command ``catchup-peer-files`` writes it on the controller.
+  ``write_files`` writes it on the controller before the playbook (prepare.py, the plugin's hook).
 * ``phases_table``: table ``fabric3_catchup_phases``, the catch-up peer's log as logs.py parses peer0's.
 * ``catchup_problems`` / ``catchup_throughput_tps``: the metric ``run_throughput_tps`` of these points (Fig. 6's,
   ``harness.metrics.run_throughput_tps``: valid transactions over the time from the first block's entry to
@@ -24,7 +24,6 @@ Here:
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import math
@@ -33,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from harness.plugin_api import NS_PER_S, Command, HarnessError, Metric, Table
+from harness.plugin_api import NS_PER_S, Metric, Table
 
 from . import logs
 from . import network as net_config
@@ -105,21 +104,6 @@ def write_files(spec: dict) -> dict:
             "operations_port": port + 3, "dir": spec["node_dir"]}
     (out / "catchup.json").write_text(json.dumps(info, indent=2, sort_keys=True))
     return info
-
-
-def _main(argv: list, tools) -> int:
-    ap = argparse.ArgumentParser(prog="catchup-peer-files", description=__doc__.splitlines()[0])
-    ap.add_argument("spec", help="JSON: network_dir, peer0_dir, node_dir, host, bind, base_port")
-    args = ap.parse_args(argv)
-    try:
-        write_files(json.loads(Path(args.spec).read_text()))
-    except (KeyError, ValueError, OSError) as e:
-        raise HarnessError(f"catchup-peer-files {args.spec}: {e}") from e
-    return 0
-
-
-COMMAND = Command("catchup-peer-files", "write the core.yaml of the committer-catchup driver's second peer from "
-                                        "peer0's", _main)
 
 
 def phases_table(point_dir: Path) -> pd.DataFrame | None:

@@ -1,10 +1,7 @@
-"""Every file a Fabric v2.2-v3.1 network of an experiment needs, made on the controller:
-
-    invoke system-command --system fabric-3.1 --name network-files --args "SPEC.json"
-
-(the role ``fabric3_network`` runs it as ``python -m harness.system_commands fabric-3.1 network-files
-SPEC.json``). SPEC names the release, the ordering (``etcdraft`` or ``BFT``), the build, the hosts of the
-orderers and of the peer, each node's working directory on its host, the block cutting and ``out``.
+"""Every file a Fabric v2.2-v3.1 network of an experiment needs, made on the controller before the driver's
+playbook (``write``, which prepare.py, the plugin's ``before_playbook`` hook, calls). Its spec names the
+release, the ordering (``etcdraft`` or ``BFT``), the build, the hosts of the orderers and of the peer, each
+node's working directory on its host, the block cutting and ``out``.
 Into ``out`` it writes:
 
 - ``crypto/``: cryptogen's identities and TLS material (``crypto-config.yaml`` beside it);
@@ -23,7 +20,6 @@ Into ``out`` it writes:
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import io
@@ -36,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.plugin_api import Command, HarnessError
+from harness.plugin_api import HarnessError
 
 from . import network as net_config
 
@@ -223,20 +219,3 @@ def write(spec: dict) -> dict:
                          "package_id": package_id(package)}}
     (out / "network.json").write_text(json.dumps(doc, indent=2, sort_keys=True))
     return doc
-
-
-def main(argv: list, tools) -> int:
-    ap = argparse.ArgumentParser(prog="network-files", description=__doc__.splitlines()[0])
-    ap.add_argument("spec", help="JSON: release, ordering (etcdraft or BFT), build, orderer_hosts, peer_host, node_dirs, out, "
-                                 "[orderer_binds, peer_bind, base_port, block_size, batch_timeout]")
-    args = ap.parse_args(argv)
-    spec = json.loads(Path(args.spec).read_text())
-    try:
-        write(spec)
-    except (KeyError, ValueError) as e:
-        raise HarnessError(f"network-files {args.spec}: {e}") from e
-    return 0
-
-
-COMMAND = Command("network-files", "write a Fabric v2.2-v3.1 network's identities, genesis block and node "
-                                   "configurations for the end-to-end driver", main)

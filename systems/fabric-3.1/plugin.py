@@ -1,11 +1,11 @@
 """Fabric v3.1 (and v2.5, which extends it): the network's configuration by release is network.py; its
 smoke, a command of this system (``invoke system-command --system fabric-3.1 --name smoke``), smoke.py;
 the end-to-end driver (upstream.yaml ``drivers``) is playbooks/fabric3-end-to-end.yml over the roles
-fabric3_network (network_files.py on the controller), fabric3_orderer, fabric3_peer, fabric3_chaincode."""
+fabric3_network (whose files prepare.py writes before the playbook), fabric3_orderer, fabric3_peer, fabric3_chaincode."""
 
 from harness.plugin_api import SystemPlugin
 
-from . import catchup, logs, network_files, smoke
+from . import catchup, logs, prepare, smoke
 from . import endorsements
 from . import ordering_bench
 from . import validation_phases
@@ -27,8 +27,12 @@ class Plugin(SystemPlugin):
         return {**super().role_variables(parameters),
                 **({"fabric3_caliper_transactions": rounds} if rounds > 0 and not control else {})}
 
+    def before_playbook(self, spec: dict, variables: dict, inventory: dict) -> dict:
+        # the network's files on the controller, placed on the inventory's hosts (prepare.py)
+        return prepare.before_playbook(spec, variables, inventory)
+
     def commands(self) -> list:
-        return [smoke.COMMAND, network_files.COMMAND, catchup.COMMAND]
+        return [smoke.COMMAND]
 
     def tables(self) -> list:
         # the peer's own per-block phase times (its log at INFO, no patch; logs.py)

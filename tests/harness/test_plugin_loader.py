@@ -81,12 +81,14 @@ def test_helpers_with_a_leading_underscore_and_a_plugin_without_the_base_class(t
 
 def test_every_hook_is_specified_once_with_a_default_that_adds_nothing(tmp_path):
     assert set(plugin_api.HOOKS) == {"role_variables", "tables", "metrics", "report_parts", "build_kinds",
-                                     "independent_checks", "commands", "upstream_ref", "ordering_service"}
+                                     "independent_checks", "commands", "upstream_ref", "ordering_service",
+                                     "before_playbook"}
     system(tmp_path, "bare")
     bare = systems.plugin("bare", tmp_path)
     assert type(bare) is plugin_api.SystemPlugin
-    assert all(not getattr(bare, h)(*([{}] if h in ("role_variables", "upstream_ref", "ordering_service") else []))
-               for h in plugin_api.HOOKS)
+    args = {h: [{}] for h in ("role_variables", "upstream_ref", "ordering_service")}
+    args["before_playbook"] = [{"playbook": "p.yml", "roles": []}, {}, {"groups": {}, "hosts": {}, "vars": {}}]
+    assert all(not getattr(bare, h)(*args.get(h, [])) for h in plugin_api.HOOKS)
 
 
 def test_the_repositorys_systems_load_and_their_commands_are_found():
@@ -96,3 +98,6 @@ def test_the_repositorys_systems_load_and_their_commands_are_found():
     # a system extending fabric-1.2 inherits its role variables through the one declaration
     assert "fabric_crypto_orderer_type" in systems.role_variables(["fastfabric"], {"orderer_type": "kafka"})
     assert "fabric_crypto_orderer_type" not in systems.role_variables(["bftsmart-orderer"], {"orderer_type": "kafka"})
+    # a system whose plugin writes files before its playbook, and one whose plugin writes none
+    assert systems.prepares(["fabric-3.1"]) and systems.prepares(["fabric-2.5"])
+    assert not systems.prepares(["fabric-1.2", "fastfabric", "bftsmart-orderer"])

@@ -285,3 +285,57 @@ def test_the_peer_log_of_v220_and_v221_names_the_channel_before_received_block()
     with pytest.raises(network_files.HarnessError, match="Received block"):
         logs.parse_peer_log("2026-11-28 20:05:30.295 UTC [gossip.privdata] StoreBlock -> INFO 030 Received block "
                             "[1] from buffer\n" + tail)
+
+
+def test_the_hook_before_the_playbook_places_the_nodes_and_writes_the_network_once(tmp_path, monkeypatch):
+    """prepare.py (the plugin's before_playbook, which the core's point loop calls once the inventory is
+    written): orderer i on the i-th orderer host by name (netns: one each, dialled by name, bound to every
+    address), the peer on the first peer host, each in <work root>/<point path>/<role>; network.json made once
+    per point directory; the catch-up peer's files where its role is in the driver."""
+    from fabricrepro_systems.fabric_3_1 import prepare
+
+    calls = []
+    _stub_binaries(monkeypatch, calls)
+    build = Path(_spec(tmp_path, "3.1")["build"])
+    (build / "build.json").write_text(json.dumps({"release": "3.1.5"}))
+    core = _sample_core()  # with the keys the catch-up peer's core.yaml sets (catchup.py core_yaml)
+    core["peer"].update({"chaincodeListenAddress": "", "chaincodeAddress": ""})
+    core["peer"]["gossip"].update({"useLeaderElection": True, "orgLeader": False,
+                                   "pvtData": {"pullRetryThreshold": "60s", "reconciliationEnabled": True}})
+    (network_files.sample_tree(build) / "core.yaml").write_text(yaml.safe_dump(core))
+    netns = {"groups": {"fabric3_orderer": ["o3", "o1", "o2", "o0"], "fabric3_peer": ["p"], "loadgen": ["p"]},
+             "vars": {}, "hosts": {h: {"fabricrepro_address": h, "fabricrepro_netns": f"ns-{h}",
+                                       "ansible_host": "10.0.0.9", "fabricrepro_work_root": f"/w/{h}"}
+                                   for h in ("o0", "o1", "o2", "o3", "p")}}
+    variables = {"fabricrepro_point_path": "pa/ex/run/pt", "fabricrepro_controller_dir": str(tmp_path / "ctl"),
+                 "fabricrepro_upstream_dir": str(build), "fabric3_network_consensus": "BFT",
+                 "fabric3_network_base_port": 17050, "fabric3_network_block_size": 37,
+                 "fabric3_network_batch_timeout_ms": 250}
+    placed = prepare.placement("BFT", variables, netns)
+    assert [(o["inventory_host"], o["address"], o["bind"], o["dir"]) for o in placed["orderers"]] == [
+        (f"o{i}", f"o{i}", "0.0.0.0", f"/w/o{i}/pa/ex/run/pt/fabric3_orderer/orderer{i}") for i in range(4)]
+    assert placed["peer"] == {"name": "peer0", "inventory_host": "p", "address": "p", "bind": "0.0.0.0",
+                              "dir": "/w/p/pa/ex/run/pt/fabric3_peer"}
+    local = {"groups": {"fabric3_orderer": ["localhost"], "fabric3_chaincode": ["localhost"]}, "vars": {},
+             "hosts": {"localhost": {"ansible_host": "127.0.0.1", "fabricrepro_address": "127.0.0.1",
+                                     "fabricrepro_work_root": "/w"}}}
+    raft = prepare.placement("etcdraft", variables, local)
+    assert [(o["inventory_host"], o["bind"]) for o in raft["orderers"]] == [("localhost", "127.0.0.1")] * 3
+
+    spec = {"playbook": "fabric3-committer-catchup.yml", "roles": ["fabric3_network", "fabric3_catchup_peer"]}
+    added = prepare.before_playbook(spec, variables, netns)
+    out = tmp_path / "ctl" / "fabric3"
+    assert added == {"fabric3_network_dir": str(out)}
+    assert json.loads((out / "placement.json").read_text()) == placed
+    network_doc = json.loads((out / "network.json").read_text())
+    assert network_doc["block_size"] == 37 and network_doc["batch_timeout"] == "250ms"
+    assert [o["host"] for o in network_doc["orderers"]] == ["o0", "o1", "o2", "o3"]
+    assert json.loads((out / "catchup.json").read_text())["dir"] == "/w/p/pa/ex/run/pt/fabric3_catchup_peer"
+    made = len(calls)
+    prepare.before_playbook(spec, variables, netns)  # a re-attempt of the point keeps its network
+    assert len(calls) == made
+    # a driver without the network role gets nothing; a build that records no release is refused by name
+    assert prepare.before_playbook({"playbook": "x.yml", "roles": ["loadgen"]}, variables, netns) == {}
+    (build / "build.json").write_text("{}")
+    with pytest.raises(network_files.HarnessError, match="no release in"):
+        prepare.before_playbook(spec, {**variables, "fabricrepro_controller_dir": str(tmp_path / "other")}, netns)
