@@ -16,13 +16,16 @@ import pandas as pd
 
 from .work import FLOOR_SECTION, TIMED_SECTION, VERIFY_COST
 
+#: Fabric-X's load generator plants these (systems/fabric-x), as a driver of any system may: the core reads them
+#: (control_check's planned kinds), so they are the core's parameters (harness/parameters.yaml).
+INVALID_SIGNATURE_FRACTION, CONFLICT_FRACTION = "invalid_signature_fraction", "conflict_fraction"
 #: The parameter that plans each mutation (harness/parameters.yaml; a pattern's ``planned_by``).
 MUTATION_PARAMETERS = {
     "corrupt_creator_fraction": "bad_creator",
     "corrupt_endorsement_fraction": "bad_endorsement",
     "stale_read_fraction": "stale_read",
-    "fabric_x_invalid_signature_fraction": "bad_signature",
-    "fabric_x_conflict_fraction": "conflict",
+    INVALID_SIGNATURE_FRACTION: "bad_signature",
+    CONFLICT_FRACTION: "conflict",
 }
 
 #: Lines no healthy component prints, whatever its system: Go's runtime, the JVM, a taken port, log4j's

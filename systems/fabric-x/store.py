@@ -19,9 +19,9 @@ from harness.plugin_api import NS_PER_S
 
 
 #: the point parameter (parameters.yaml): the share of transactions the load generator signs wrongly on purpose
-INVALID_SIGNATURES = "fabric_x_invalid_signature_fraction"
+INVALID_SIGNATURES = "invalid_signature_fraction"
 #: the point parameter: the share of transactions whose next one reads and writes the same new key
-CONFLICTS = "fabric_x_conflict_fraction"
+CONFLICTS = "conflict_fraction"
 
 
 def planted_fraction(point_dir: Path, parameter: str = INVALID_SIGNATURES) -> float:

@@ -15,7 +15,7 @@ CODES = pd.DataFrame({"block_number": [1, 1, 1, 2, 2], "tx_index": [0, 1, 2, 0, 
                                           "VALID"]})
 MUTATIONS = pd.DataFrame({"block_number": [-1, -1], "tx_index": [-1, -1], "tx_id": ["b", "d"],
                           "mutation": ["bad_signature", "conflict"]})
-POINT = {"parameters": {"fabric_x_invalid_signature_fraction": 0.01, "fabric_x_conflict_fraction": 0.01},
+POINT = {"parameters": {"invalid_signature_fraction": 0.01, "conflict_fraction": 0.01},
          "control": True}
 
 

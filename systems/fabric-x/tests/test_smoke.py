@@ -2,7 +2,7 @@
 snapshot), PostgreSQL, the mock orderer, the committer's five services and Fabric-X's load generator on the
 local provider, then collection, analysis and validity. Proves that both points complete valid; that with
 no wrong signature every transaction the load sent is COMMITTED in the committer's store, and with a tenth
-signed wrongly on purpose (--set fabric_x_invalid_signature_fraction=0.1) about that share is
+signed wrongly on purpose (--set invalid_signature_fraction=0.1) about that share is
 ABORTED_SIGNATURE_INVALID (the verifier checks signatures); that the store agrees with the sidecar's blocks
 block by block (the independent check); that the committed rate is measured; and that teardown leaves no
 PostgreSQL running.
@@ -38,7 +38,7 @@ def test_smoke_point_commits_every_transaction_and_passes_validity(tmp_path):
     try:
         runs = reproduce("fabric-x", "committer-compact", scale="smoke", provider="local", build="upstream",
                          results=tmp_path / "results", reports=tmp_path / "reports",
-                         controls=False, overrides={"fabric_x_invalid_signature_fraction": [0, 0.1]})
+                         controls=False, overrides={"invalid_signature_fraction": [0, 0.1]})
     finally:
         # Teardown stopped the postmaster by its PID; nothing may listen on its port afterwards.
         held = subprocess.run(["ss", "-Hltn", "sport = :27432"], capture_output=True, text=True).stdout.strip()
