@@ -54,7 +54,7 @@ from .kit_parts import (  # noqa: F401 (re-exported: harness.kit is the kit's on
     KIT_FORMAT, RUN_FORMAT, KIT_BUILD, KIT_PLANS, PLAN_FORMAT, MAX_BYTES, TARGET_TOOLS, OLDEST_PYTHON,
     OLDER_ANSIBLE, WHEEL_PACKAGES, STATIC_GO, elf_linking, tool_refusals, upstream_files, uses_upstream,
     target_python, wheel_requirements, wheelhouse, static_commands, stripped, harness_modules, repo_files, made_files,
-    stored_jars)
+    stored_jars, role_commands)
 
 
 # ---------------------------------------------------------------- building a kit
@@ -296,7 +296,9 @@ def _experiment_part(paper, experiment_id: str, scale: str, build: str, source: 
     plan, choice, layout = _kit_choice(paper, experiment_id, scale, build, source, overrides, repeat, variants,
                                        controls, log)
     _prepare_static(choice, plan, source, log)
-    commands = sorted(set(choice.binaries()) | {"committerbench"})  # committerbench: the work check's rate
+    roles = [r for spec in [*choice.drivers.values(), *choice.variant_drivers.values()] for r in spec["roles"]]
+    # committerbench: the work check's rate; a role's own commands (meta/kit.yml commands)
+    commands = sorted(set(choice.binaries()) | {"committerbench"} | role_commands(roles))
     carried, build_paths = _carried(choice, commands, static_commands(commands, log))
     return {"id": experiment_id, "plan": plan, "choice": choice, "layout": layout, "carried": carried,
             "build_paths": build_paths}

@@ -164,6 +164,17 @@ def made_files(role: str, build: Path, dest: Path) -> dict[str, Path]:
     return out
 
 
+def role_commands(roles: list[str]) -> set[str]:
+    """This repository's commands (``cmd/<name>``) that ``roles`` run beside their driver's (``meta/kit.yml``
+    ``commands``: fastfabric_storage's ``blockfile``, which decodes the storage server's block files)."""
+    out: set[str] = set()
+    for role in roles:
+        declared = (role_dir(role) or Path("/nonexistent")) / "meta" / "kit.yml"
+        if declared.is_file():
+            out |= set((yaml.safe_load(declared.read_text(encoding="utf-8")) or {}).get("commands") or [])
+    return out
+
+
 def uses_upstream(role: str) -> bool:
     return any("fabricrepro_upstream_dir" in str(v) or "fabricrepro_companion_dirs" in str(v)
                for v in role_defaults(role).values())

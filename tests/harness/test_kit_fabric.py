@@ -102,6 +102,7 @@ def test_table1_kit_runs_where_no_java_and_no_go_are_installed(tmp_path, request
     carried = set(manifest["binaries"])
     assert any(a.endswith("/kit/money-transfer-1.0.cds") for a in _members(tmp_path / "kit.tar.xz"))
     assert not any(a.endswith("/bin/peerbench") for a in carried)  # only what the roles use
+    assert "bin/blockfile" in carried  # fastfabric_storage's own command (its meta/kit.yml), no driver's
     clean = Path(_path_without_java(tmp_path / "path"))
     for name in ("go", "gofmt", "mvn", "mvnDebug"):
         (clean / name).unlink(missing_ok=True)
