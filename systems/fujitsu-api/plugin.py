@@ -7,13 +7,6 @@ from . import chaincode_timing, evidence, figures
 
 
 class Plugin(SystemPlugin):
-    def role_variables(self, parameters: dict) -> dict:
-        out = {"fujitsu_api_nodes": int(parameters.get("nodes", 1)),
-               "fujitsu_api_client_processes": int(parameters.get("concurrent_processes", 1)),
-               "fujitsu_api_client_rate_per_process": parameters.get("process_rate_tps", 0),
-               "fujitsu_api_cc_timing": bool(parameters.get("chaincode_timing", False))}
-        return out
-
     def tables(self) -> list[Table]:
         # Fabric v0.6.1's peer<->chaincode messages (patches/0003)
         return [Table("cc_messages", ("side", "event", "type", "tx_id", "unix_ns"),

@@ -115,7 +115,7 @@ def make_point(tmp_path: Path, peers: list[FakePeer], *, settings: bool = True, 
                                             "fujitsu_api_client_accounts": "a,b"}}
     _write(run / "metadata.json", json.dumps({"build": {"role_settings": role_settings if settings else {}}}))
     point = run / "points" / "p"
-    _write(point / "logs" / "ansible-run.vars.json", json.dumps({"fujitsu_api_nodes": len(peers)}))
+    _write(point / "logs" / "ansible-run.vars.json", json.dumps({"fujitsu_api_peer_nodes": len(peers)}))
     for i, _ in enumerate(peers):
         _write(point / "raw" / "peer" / f"affinity_fujitsu_api_peer-vp{i}_vp{i}.csv",
                f'component,pid,cpus_allowed_list\nfujitsu_api_peer-vp{i}_vp{i},42,"0-1"\n')
