@@ -24,6 +24,7 @@ from pathlib import Path
 DEFAULT = "/tmp/fabricrepro-network.lock"
 
 _held = {"count": 0, "fd": None}   # this process's hold
+_waited = {"s": 0.0}   # seconds this process has spent waiting for another holder (waited_s)
 _guard = threading.Lock()
 
 
@@ -63,7 +64,7 @@ def acquire(label: str, say=print, poll_s: float = 1.0) -> None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
-        waited = False
+        waited, began = False, time.monotonic()
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -74,6 +75,7 @@ def acquire(label: str, say=print, poll_s: float = 1.0) -> None:
                     say(f"waiting for this machine: another run holds it ({holder}; lock {path})")
                     waited = True
                 time.sleep(poll_s)
+        _waited["s"] += time.monotonic() - began
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}, {label}".encode(), 0)
         _held.update(count=1, fd=fd)
@@ -91,6 +93,12 @@ def release() -> None:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
             _held["fd"] = None
+
+
+def waited_s() -> float:
+    """Seconds this process has waited so far for the machine while another process held it (a command's
+    time estimates leave them out: they depend on who else runs, not on the plan)."""
+    return _waited["s"]
 
 
 def holds() -> int:

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import REPO_ROOT, SCHEMA_VERSION, capacity, preflight, systems, topology, user_refs, validity
+from . import REPO_ROOT, SCHEMA_VERSION, capacity, machine_lock, preflight, systems, topology, user_refs, validity
 from .analyze import analyze_run
 from .catalogue import SCALES, declared_drivers, load_paper
 from .errors import HarnessError, Interrupted, choose
@@ -290,7 +290,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
         systems_dir, variants, overrides, repeat, controls)
     skipped, runs, planned = {}, [], []
     for experiment in experiments:
-        began = time.monotonic()
+        began, waited, built = time.monotonic(), machine_lock.waited_s(), 0.0
         reason = skip_reason(experiment, systems_dir, provider)
         if reason:
             skipped[experiment["id"]] = reason
@@ -313,8 +313,8 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
             # the paper's topology host by host, printed (and refused under --strict-topology) before anything runs
             placement = lay_out_run(experiment, choice, provider_, say=lambda line: print(line, file=stream))
             provider_.hold(f"{paper_id} {experiment['id']}", plan)
-            _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream,
-                             built=((resumed.metadata.get("build") or {}).get("systems") if resume else None))
+            built = _check_and_build(provider_, choice, plan, source, results, systems_dir, pins, stream,
+                                     built=((resumed.metadata.get("build") or {}).get("systems") if resume else None))
         except PlanOnly as e:   # --plan-only: this experiment's hosts and cost are printed; plan the next one
             provider_.down()
             planned.append(e)
@@ -333,8 +333,7 @@ def reproduce(paper_id: str, experiment_id: str | None = None, scale: str = "smo
                 run.resume()
             else:
                 run = _new_run(results, paper, plan, where, choice, systems_dir)
-            # what the command spent on this run outside it (the report's estimates count it: glance.py)
-            run.metadata["command_timing"] = {"prepared_s": round(time.monotonic() - began, 1)}
+            run.metadata["command_timing"] = _command_timing(began, waited, built)
             run.save()
             runs.append(run)
             _execute(experiment["id"], plan, run, provider_, choice, systems_dir, paper_id, stream, placement)
@@ -469,10 +468,21 @@ def build_choice(experiment: dict, plan: Plan, kind: str, fallback: str | None, 
     return choice
 
 
+def _command_timing(began: float, waited_before: float, built_s: float) -> dict:
+    """What the command spent on a run outside it since ``began`` (``prepared_s``: the report's estimates count
+    it, glance.py), with the waits for another run's hold on the machine (``machine_lock.waited_s`` was
+    ``waited_before`` at ``began``) and the checks and builds (``built_s``) apart: neither recurs when the plan
+    runs again with its builds in place, so neither belongs in an estimate of it."""
+    waited = machine_lock.waited_s() - waited_before
+    return {"prepared_s": round(max(time.monotonic() - began - waited - built_s, 0.0), 1),
+            "waited_s": round(waited, 1), "built_s": round(built_s, 1)}
+
+
 def _check_and_build(provider, choice: Choice, plan: Plan, source: str, results: Path, systems_dir: Path | None,
-             pins: dict[str, dict] | None, stream, built: dict | None = None) -> None:
+             pins: dict[str, dict] | None, stream, built: dict | None = None) -> float:
     """Check the ports, tools, build and disk (in seconds), then build what the points need (``built``: a
-    resumed run's builds, whose commits a user's ref keeps)."""
+    resumed run's builds, whose commits a user's ref keeps); the seconds it took."""
+    began = time.monotonic()
     preflight.check(provider, choice, plan, source, results, systems_dir)
     # a user's own commit of a system (--set fabric_ref=v2.5.12), resolved and its release checked before building
     pins = {**user_refs.pins(plan.points, choice.kind, source, systems_dir, log=lambda line: print(line, file=stream),
@@ -481,6 +491,7 @@ def _check_and_build(provider, choice: Choice, plan: Plan, source: str, results:
     prepare(choice, variant_systems(plan), source, log=lambda line: print(line, file=stream),
             systems_dir=systems_dir, pins=pins)
     require_binaries(choice.binaries(), provider.bin_dir)  # after prepare: variants may add drivers
+    return time.monotonic() - began
 
 
 def _new_run(results: Path, paper, plan: Plan, where: str, choice: Choice, systems_dir: Path | None) -> Run:

@@ -52,6 +52,7 @@ def test_the_waiting_run_says_whose_run_it_waits_for(lock, tmp_path):
                                "print('ready', flush=True); time.sleep(30)", str(lock)],
                               stdout=subprocess.PIPE, text=True)
     said, done = [], threading.Event()
+    waited_before = machine_lock.waited_s()
     try:
         assert holder.stdout.readline().strip() == "ready"
         waiter = threading.Thread(target=lambda: (machine_lock.acquire("mine", said.append, 0.05), done.set()))
@@ -63,6 +64,17 @@ def test_the_waiting_run_says_whose_run_it_waits_for(lock, tmp_path):
         holder.wait()
     waiter.join(10)
     assert done.is_set() and machine_lock.holds() == 1
+    # the wait is counted (at least the 0.5 s the holder kept it), so a run's estimates can leave it out
+    assert machine_lock.waited_s() - waited_before >= 0.5
+
+
+def test_a_runs_command_timing_leaves_out_the_wait_for_the_machine_and_the_builds(monkeypatch):
+    """reproduce records prepared_s for the report's estimates (glance.py): 30 s of the command's 100 were a
+    wait for another run and 50 s builds, so 20 s are what a later run of the plan spends preparing."""
+    from harness import reproduce
+    monkeypatch.setattr(machine_lock, "_waited", {"s": 40.0})   # 10 s before the command began, 30 s in it
+    monkeypatch.setattr(reproduce.time, "monotonic", lambda: 1100.0)
+    assert reproduce._command_timing(1000.0, 10.0, 50.0) == {"prepared_s": 20.0, "waited_s": 30.0, "built_s": 50.0}
 
 
 def test_a_process_whose_ancestor_holds_the_machine_does_not_wait_for_it(lock):
