@@ -54,7 +54,7 @@ from .kit_parts import (  # noqa: F401 (re-exported: harness.kit is the kit's on
     KIT_FORMAT, RUN_FORMAT, KIT_BUILD, KIT_PLANS, PLAN_FORMAT, MAX_BYTES, TARGET_TOOLS, OLDEST_PYTHON,
     OLDER_ANSIBLE, WHEEL_PACKAGES, STATIC_GO, elf_linking, tool_refusals, upstream_files, uses_upstream,
     target_python, wheel_requirements, wheelhouse, static_commands, stripped, harness_modules, repo_files, made_files,
-    stored_jars, role_commands)
+    stored_jars, role_commands, KitTooLarge, carried_alone)
 
 
 # ---------------------------------------------------------------- building a kit
@@ -376,8 +376,10 @@ def build_kit(paper_id: str, experiment_id: str | list[str], out: Path, *, scale
     took = ", ".join(f"{part} {n / 2**20:.1f}" for part, n in space.items() if n >= 2**20 / 10)
     if size > max_bytes:
         tmp.unlink()
-        raise HarnessError(f"kit: {size / 2**20:.1f} MiB, more than the {max_bytes / 2**20:.0f} MiB allowed "
-                           f"({', '.join(ids)}; MiB before compression: {took}); nothing written")
+        raise KitTooLarge(f"kit: {size / 2**20:.1f} MiB, more than the {max_bytes / 2**20:.0f} MiB allowed "
+                          f"({', '.join(ids)}; MiB before compression: {took}); nothing written",
+                          carried_alone(parts, java_dir,
+                                        [p["id"] for p in parts if kit_java.java_components(p["layout"])]))
     os.replace(tmp, out)
     for p in parts:
         manifests[p["id"]]["plan_kept"] = str(keep_plan(manifests[p["id"]]["kit_id"], paper_id, p["id"],
@@ -421,8 +423,21 @@ def build_kits(paper_id: str, experiments: list[str] | None, out: Path, log=prin
     if not going:
         raise HarnessError(f"kit: no experiment of {paper_id} can go in a kit: "
                            + "; ".join(f"{k}: {v}" for k, v in left_out.items()))
-    manifest = build_kit(paper_id, going[0] if len(going) == 1 else going, out, log=log, **options)
-    return {"kit": manifest, "left_out": left_out}
+    while True:
+        try:
+            manifest = build_kit(paper_id, going[0] if len(going) == 1 else going, out, log=log, **options)
+            return {"kit": manifest, "left_out": left_out}
+        except KitTooLarge as e:
+            # the paper's kit over the limit: leave out the experiment whose files alone take the most, say so,
+            # and pack the rest (named experiments are the user's choice: refused whole)
+            if experiments or len(going) == 1:
+                raise
+            largest = max(going, key=lambda x: e.alone.get(x, 0))
+            left_out[largest] = (f"the kit of all {len(going)} went over the size limit ({e}); {largest} alone "
+                                 f"carries {e.alone.get(largest, 0) / 2**20:.1f} MiB before compression: build its "
+                                 f"kit apart (invoke kit --paper {paper_id} --experiment {largest})")
+            log(f"kit: left out {largest}: {left_out[largest]}")
+            going.remove(largest)
 
 
 # ---------------------------------------------------------------- at home: a kit's run into the store

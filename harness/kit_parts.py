@@ -320,3 +320,28 @@ def harness_modules() -> list[Path]:
         raise HarnessError("kit: the measuring half of the harness needs an analysis library: "
                            + (proc.stderr.strip().splitlines() or ["?"])[-1])
     return [Path(line) for line in proc.stdout.split()]
+
+
+class KitTooLarge(HarnessError):
+    """A kit over its size limit; ``alone``: the bytes (before compression) each experiment carries that no
+    other of the kit does (``carried_alone``)."""
+
+    def __init__(self, message: str, alone: dict[str, int]):
+        super().__init__(message)
+        self.alone = alone
+
+
+def _bytes(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def carried_alone(parts: list[dict], java_dir: Path | None, java_users: list[str]) -> dict[str, int]:
+    """Experiment -> the bytes it alone brings into the kit: its carried files that no other part carries, and the
+    Java runtime ``java_dir`` where it alone of ``java_users`` (the experiments with a component that needs java)
+    needs it: what leaving it out would save, before xz."""
+    alone = {}
+    for p in parts:
+        others = {arc for q in parts if q is not p for arc in q["carried"]}
+        alone[p["id"]] = sum(_bytes(src) for arc, src in p["carried"].items() if arc not in others) \
+            + (_bytes(java_dir) if java_dir is not None and java_users == [p["id"]] else 0)
+    return alone
