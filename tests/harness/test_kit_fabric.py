@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from tests.harness.test_kit_java import _path_without_java
-from tests.network_lock import network_lock
+from tests.harness.test_kit_java import _path_without_java, _run_kit_on_clean_target
 
 PAPER, EXPERIMENT = "fastfabric", "table1-end-to-end"
 SMALLEST = {"transactions": 500}
@@ -122,18 +121,7 @@ def test_table1_kit_runs_where_no_java_and_no_go_are_installed(tmp_path, request
     for name in ("go", "gofmt", "mvn", "mvnDebug"):
         (clean / name).unlink(missing_ok=True)
     assert not any(shutil.which(t, path=str(clean)) for t in ("java", "go", "mvn"))
-    target = tmp_path / "target"
-    target.mkdir()
-    with tarfile.open(tmp_path / "kit.tar.xz") as tar:
-        tar.extractall(target, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
-    python = tmp_path / "clean-python"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(python)], check=True)
-    with network_lock(request.config):
-        ran = time.monotonic()
-        proc = subprocess.run([str(target / "kit" / "run"), "--python", str(python / "bin" / "python3")],
-                              env={"PATH": str(clean)}, cwd=target, capture_output=True, text=True, timeout=900)
-        ran_s = time.monotonic() - ran
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    target, ran_s, proc = _run_kit_on_clean_target(tmp_path, request, str(clean))
     assert "kit: " in proc.stderr  # the host check's line before anything was made (harness/kit_target.py)
     run = ingest(target / "kit" / "run.tar.gz", results=tmp_path / "results", log=lambda _: None,
                  plans=tmp_path / "plans")

@@ -80,6 +80,25 @@ def _path_without_java(where: Path) -> str:
     return str(where)
 
 
+def _run_kit_on_clean_target(tmp_path: Path, request, clean_path: str) -> tuple[Path, float, subprocess.CompletedProcess]:
+    """Unpack ``tmp_path/kit.tar.xz`` into ``tmp_path/target`` and run ``./kit/run`` there with only
+    ``clean_path`` on PATH and a Python venv without pip, holding the machine's network lock; asserts it exits 0
+    and returns (the target folder, the run's seconds, the finished process)."""
+    target = tmp_path / "target"
+    target.mkdir()
+    with tarfile.open(tmp_path / "kit.tar.xz") as tar:
+        tar.extractall(target, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
+    python = tmp_path / "clean-python"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(python)], check=True)
+    with network_lock(request.config):
+        ran = time.monotonic()
+        proc = subprocess.run([str(target / "kit" / "run"), "--python", str(python / "bin" / "python3")],
+                              env={"PATH": clean_path}, cwd=target, capture_output=True, text=True, timeout=900)
+        ran_s = time.monotonic() - ran
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return target, ran_s, proc
+
+
 PAPER = "bftsmart-orderer"
 EXPERIMENTS = ["text-signature-bench", "fig6-lan-throughput"]
 ONE_POINT = {"nodes": 4, "block_size": 100, "envelope_bytes": 1024, "receivers": 1}
@@ -110,18 +129,7 @@ def test_a_bftsmart_kit_runs_where_no_java_is_installed(tmp_path, request):
     assert {"java", "wheels", "build/upstream/bftsmart-orderer"} <= set(manifest["space"])
     clean = _path_without_java(tmp_path / "path")
     assert shutil.which("java", path=clean) is None
-    target = tmp_path / "target"
-    target.mkdir()
-    with tarfile.open(tmp_path / "kit.tar.xz") as tar:
-        tar.extractall(target, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
-    python = tmp_path / "clean-python"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(python)], check=True)
-    with network_lock(request.config):
-        ran = time.monotonic()
-        proc = subprocess.run([str(target / "kit" / "run"), "--python", str(python / "bin" / "python3")],
-                              env={"PATH": clean}, cwd=target, capture_output=True, text=True, timeout=900)
-        ran_s = time.monotonic() - ran
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    target, ran_s, proc = _run_kit_on_clean_target(tmp_path, request, clean)
     summaries = []
     for experiment in EXPERIMENTS:
         run = ingest(target / "kit" / f"run-{experiment}.tar.gz", results=tmp_path / "results", log=lambda _: None,
