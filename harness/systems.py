@@ -261,8 +261,13 @@ def apply_table(table: dict, values: dict, where: str = "the core's table") -> d
     """The role variables a table sets from ``values``: each value passed by its item's transform (``TRANSFORMS``;
     a bare name: an integer, a number's whole part). A parameter not in ``values`` sets nothing: its roles keep
     their defaults."""
-    return {var: TRANSFORMS[how](values[name]) for name, pairs in table_items(table, where).items()
-            if name in values for var, how in pairs}
+    return _apply_pairs(table_items(table, where), values)
+
+
+def _apply_pairs(table: dict[str, tuple[tuple[str, str], ...]], values: dict) -> dict:
+    """``apply_table`` over a table already read (parameter -> ((variable, transform), ...))."""
+    return {var: TRANSFORMS[how](values[name]) for name, pairs in table.items() if name in values
+            for var, how in pairs}
 
 
 def role_variables(systems: list[str], parameters: dict, systems_dir: Path | None = None,
@@ -273,8 +278,7 @@ def role_variables(systems: list[str], parameters: dict, systems_dir: Path | Non
     values = {**(counts or {}), **parameters}
     out: dict = {}
     for name in dict.fromkeys(systems):
-        table = _variables(name, Path(systems_dir or SYSTEMS_DIR))
-        out.update(apply_table({k: [{var: how} for var, how in v] for k, v in table.items()}, values))
+        out.update(_apply_pairs(_variables(name, Path(systems_dir or SYSTEMS_DIR)), values))
         out.update(plugin(name, systems_dir).role_variables(parameters))
     return out
 
